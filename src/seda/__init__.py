@@ -1,0 +1,21 @@
+"""seda: the staged event-driven architecture (Welsh, 2002) for Python services."""
+
+from .config import ConfigError
+from .runtime import Runtime
+from .signals import StagesInitialized
+from .sink import RejectedError, Sink, SinkError, StageClosedError
+from .stage import EventHandler, Stage, StageContext, single_threaded
+
+__all__ = [
+    "ConfigError",
+    "EventHandler",
+    "RejectedError",
+    "Runtime",
+    "Sink",
+    "SinkError",
+    "Stage",
+    "StageClosedError",
+    "StageContext",
+    "StagesInitialized",
+    "single_threaded",
+]

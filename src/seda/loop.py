@@ -1,0 +1,252 @@
+"""The shared event-loop thread: every non-blocking stage, plus the socket selector.
+
+This is the *Combine* pattern done by the runtime (thesis 3.6.4; the SEDA retrospective's fix
+for too many context switches). A hand-off between two stages on this thread appends to a deque
+and puts the target stage in a ready line: no lock, no wake-up. Only an enqueue from another
+thread while the loop sleeps in ``select`` writes a byte to the wake-up pipe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from .sink import current
+
+log = logging.getLogger("seda")
+
+# Stage batches run between two looks at the sockets: enough to amortise the select() system
+# call over many hops, few enough that sockets are never starved by busy stages.
+BUDGET = 64
+
+
+class LoopStage:
+    """The thread manager of one non-blocking stage: its deque on the shared loop."""
+
+    kind = "loop"
+    __slots__ = ("stage", "loop", "items", "scheduled")
+
+    def __init__(self, stage: Any, loop: EventLoop) -> None:
+        self.stage = stage
+        self.loop = loop
+        self.items: deque = deque()
+        self.scheduled = False       # waiting in the loop's ready line
+        stage.sink._connect(self.put, self.put_many, self.items.__len__)
+
+    def put(self, ev: Any) -> None:
+        self.items.append(ev)
+        if not self.scheduled:       # the same as _schedule(), inlined: this is the hot path
+            self.scheduled = True
+            loop = self.loop
+            loop.ready.append(self)
+            if loop.sleeping:
+                loop.wake()
+
+    def put_many(self, events: list) -> None:
+        self.items.extend(events)
+        if not self.scheduled:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        self.scheduled = True
+        self.loop.ready.append(self)
+        if self.loop.sleeping:
+            self.loop.wake()
+
+    def start(self) -> None:
+        pass
+
+    def resize(self, threads: int) -> None:
+        if threads != 1:
+            raise ValueError(f"stage {self.stage.name!r} runs on the shared event-loop thread")
+
+    def stop(self, deadline: float) -> bool:
+        """Wait until the loop has handled everything queued here."""
+        loop = self.loop
+        if loop.in_loop_thread() or not loop.running():
+            return not self.items
+        drained = threading.Event()
+
+        def check() -> None:
+            if self.items:
+                loop.call_soon(check)     # after the loop's next round of stages
+            else:
+                drained.set()
+
+        loop.call_soon_threadsafe(check)
+        return drained.wait(max(0.0, deadline - time.monotonic()))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def thread_count(self) -> int:
+        return 1
+
+    def idle(self) -> bool:
+        return not self.items and not self.loop.busy
+
+    def progress(self) -> int:
+        return self.loop.batches
+
+
+class EventLoop:
+    """One thread running non-blocking stages and dispatching socket readiness."""
+
+    def __init__(self) -> None:
+        self.ready: deque[LoopStage] = deque()
+        self.callbacks: deque = deque()
+        self.selector = selectors.DefaultSelector()
+        self.sleeping = False        # blocked in select(): cross-thread work must wake it
+        self.busy = False            # running anything at all; Runtime.stop watches it
+        self.batches = 0
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.selector.register(self._wake_r, selectors.EVENT_READ, [self._drain_wakeups, None])
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="seda:loop", daemon=True)
+        self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def in_loop_thread(self) -> bool:
+        return self._thread is threading.current_thread()
+
+    def stop(self, timeout: float) -> bool:
+        """Stop the thread and close the selector; False if the thread did not end in time."""
+        self._stopping = True
+        self.wake()
+        if self._thread is not None and not self.in_loop_thread():
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                return False
+        self.selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return True
+
+    # -- for other threads and for the socket layer ------------------------------------------------
+
+    def wake(self) -> None:
+        """Make a sleeping ``select`` return. Safe from any thread."""
+        self.sleeping = False
+        try:
+            os.write(self._wake_w, b"\0")
+        except (BlockingIOError, OSError):
+            pass                          # pipe full (already woken) or closed (stopped)
+
+    def call_soon(self, fn: Callable, *args: Any) -> None:
+        """Run ``fn(*args)`` on the loop thread after the current round of stages."""
+        self.callbacks.append((fn, args))
+        if self.sleeping:
+            self.wake()
+
+    call_soon_threadsafe = call_soon      # deque.append is atomic; wake() covers the sleeper
+
+    def add_reader(self, fileobj: Any, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable.
+        Selector registration belongs to the loop thread: from elsewhere use ``call_soon``."""
+        self._watch(fileobj, 0, callback)
+
+    def add_writer(self, fileobj: Any, callback: Callable[[], None]) -> None:
+        self._watch(fileobj, 1, callback)
+
+    def remove_reader(self, fileobj: Any) -> None:
+        self._watch(fileobj, 0, None)
+
+    def remove_writer(self, fileobj: Any) -> None:
+        self._watch(fileobj, 1, None)
+
+    def _watch(self, fileobj: Any, slot: int, callback: Callable[[], None] | None) -> None:
+        try:
+            key = self.selector.get_key(fileobj)
+        except KeyError:
+            if callback is None:
+                return
+            data = [None, None]
+            data[slot] = callback
+            self.selector.register(fileobj, selectors.EVENT_READ << slot, data)
+            return
+        data = list(key.data)
+        data[slot] = callback
+        mask = (selectors.EVENT_READ if data[0] else 0) | (selectors.EVENT_WRITE if data[1] else 0)
+        if mask:
+            self.selector.modify(fileobj, mask, data)
+        else:
+            self.selector.unregister(fileobj)
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    # -- the thread ---------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        ready, callbacks, select = self.ready, self.callbacks, self.selector.select
+        self.busy = True
+        while not self._stopping:
+            budget = BUDGET
+            while ready and budget:
+                budget -= 1
+                lq = ready.popleft()
+                lq.scheduled = False
+                items = lq.items
+                n = len(items)
+                if not n:
+                    continue
+                stage = lq.stage
+                if n > stage.batch:
+                    n = stage.batch
+                pop = items.popleft
+                batch = [pop() for _ in range(n)]
+                self.batches += 1
+                current.stage = stage
+                stage.run(batch)
+                stage.processed += n
+                if items and not lq.scheduled:
+                    lq.scheduled = True
+                    ready.append(lq)
+            current.stage = None
+            for _ in range(len(callbacks)):
+                fn, args = callbacks.popleft()
+                self._call(fn, args)
+            if ready or callbacks:
+                timeout = 0
+            else:
+                # Announce sleep first, then look again: an enqueue from another thread either
+                # lands before the look or sees ``sleeping`` and writes the wake-up byte.
+                self.busy = False
+                self.sleeping = True
+                timeout = 0 if (ready or callbacks or self._stopping) else None
+            events = select(timeout)
+            self.sleeping = False
+            self.busy = True
+            for key, mask in events:
+                reader, writer = key.data
+                if mask & selectors.EVENT_READ and reader is not None:
+                    self._call(reader, ())
+                if mask & selectors.EVENT_WRITE and writer is not None:
+                    self._call(writer, ())
+        self.busy = False
+
+    @staticmethod
+    def _call(fn: Callable, args: tuple) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("event loop: callback %r raised", fn)

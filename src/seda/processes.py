@@ -1,0 +1,297 @@
+"""A thread manager that runs a stage's handler in worker processes (Flash's helpers, thesis 2.1.4).
+
+This is how a CPU-bound stage uses several cores. Each pool thread in the parent owns one child
+process: it sends the child a batch of pickled events and, while the child works, serves the
+child's outgoing enqueues against the real sinks, so admission control, rejections and the
+stage graph behave exactly as for a thread pool. Events are pickled at enqueue time, so an
+unpicklable event fails in the caller, not later in some other thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import operator
+import pickle
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from .queues import Worker
+from .sink import RejectedError, SinkError, StageClosedError, Transaction
+from .stage import Stage
+from .threads import ThreadPool
+
+log = logging.getLogger("seda")
+_mp = multiprocessing.get_context("spawn")   # fork is unsafe in a process that runs threads
+_START_TIMEOUT = 60.0
+
+
+def _dumps(obj: Any, what: str) -> bytes:
+    try:
+        return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise TypeError(f"{what} must be picklable to cross to a worker process: {exc}") from exc
+
+
+class ProcessWorker(Worker):
+    __slots__ = ("process", "conn")
+
+
+class ProcessPool(ThreadPool):
+    """``processes`` worker processes running copies of the stage's handler."""
+
+    kind = "processes"
+
+    def __init__(self, stage: Stage, processes: int, key: Callable[[Any], Any] | None = None):
+        self._keyed = key is not None
+        super().__init__(stage, processes, operator.itemgetter(0) if self._keyed else None)
+        self._user_key = key
+        self._handler = _dumps(stage.handler, f"the handler of stage {stage.name!r}")
+        self._started: list[ProcessWorker] = []
+        self._tokens: dict[int, Transaction] = {}
+        self._token_ids = itertools.count(1)
+        what = f"an event for stage {stage.name!r}"
+        queue = self.queue
+
+        if self._keyed:
+            def put(ev: Any) -> None:
+                queue.put((key(ev), _dumps(ev, what)))
+        else:
+            def put(ev: Any) -> None:
+                queue.put(_dumps(ev, what))
+
+        def put_many(events: list) -> None:
+            items = [_dumps(ev, what) for ev in events]
+            if self._keyed:
+                items = list(zip(map(key, events), items, strict=True))
+            queue.put_many(items)
+
+        stage.sink._connect(put, put_many, queue.__len__)
+
+    # -- processes --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every process and wait until each has run the handler's ``init``."""
+        workers = [self._launch() for _ in range(self.size)]
+        failures = [f for f in map(self._await_ready, workers) if f]
+        if failures:
+            for w in workers:
+                self._halt(w, time.monotonic() + 1.0)
+            raise RuntimeError(f"stage {self.stage.name!r}: init failed in a worker process:\n"
+                               + failures[0])
+        self._started = workers
+        super().start()
+
+    def _launch(self) -> ProcessWorker:
+        parent, child = _mp.Pipe()
+        proc = _mp.Process(target=_child_main, daemon=True, name=f"seda:{self.stage.name}",
+                           args=(child, self.stage.name, self._handler, self.stage.params))
+        proc.start()
+        child.close()
+        worker = ProcessWorker()
+        worker.process, worker.conn = proc, parent
+        return worker
+
+    def _await_ready(self, worker: ProcessWorker) -> str | None:
+        """None once the child reports ready, else why it could not start. The child's
+        ``init`` may look up sinks meanwhile; those calls are served here."""
+        conn = worker.conn
+        while True:
+            if not conn.poll(_START_TIMEOUT):
+                return f"no answer within {_START_TIMEOUT:.0f} s"
+            try:
+                msg = conn.recv()
+            except EOFError:
+                worker.process.join(1.0)
+                return (f"the process exited with code {worker.process.exitcode} before init "
+                        "(its traceback is above; a script starting process stages needs the "
+                        "'if __name__ == \"__main__\":' guard)")
+            if msg[0] != "call":
+                return None if msg[0] == "ready" else msg[1]
+            conn.send(self._serve(*msg[1:]))
+
+    def _halt(self, worker: ProcessWorker, deadline: float) -> None:
+        try:
+            worker.conn.send(None)
+        except OSError:
+            pass
+        worker.process.join(max(0.1, deadline - time.monotonic()))
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
+
+    def stop(self, deadline: float) -> bool:
+        self._deadline = deadline
+        return super().stop(deadline)
+
+    # -- ThreadPool hooks: one process per thread ---------------------------------------------------
+
+    def new_worker(self) -> Worker:
+        if self._started:
+            return self._started.pop()
+        worker = self._launch()
+        problem = self._await_ready(worker)
+        if problem:
+            log.error("stage %r: a replacement worker process failed to start: %s",
+                      self.stage.name, problem)
+        return worker
+
+    def end_worker(self, worker: Worker) -> None:
+        self._halt(worker, getattr(self, "_deadline", time.monotonic() + 5.0))
+
+    def run_batch(self, worker: Worker, batch: list) -> None:
+        stage, conn = self.stage, worker.conn
+        if self._keyed:
+            batch = [data for _, data in batch]
+        start = time.perf_counter()
+        try:
+            conn.send(batch)
+            while (msg := conn.recv())[0] == "call":
+                conn.send(self._serve(*msg[1:]))
+        except (EOFError, OSError):
+            stage.failed(f"worker process {worker.process.pid} died "
+                         f"(exit code {worker.process.exitcode}) with a batch of {len(batch)}")
+            stage.errors += len(batch) - 1
+            self._replace(worker)
+            return
+        for detail in msg[1]:
+            stage.failed(detail)
+        stage.service_times.append((time.perf_counter() - start) / len(batch))
+
+    def _replace(self, worker: ProcessWorker) -> None:
+        worker.conn.close()
+        worker.process.join(1.0)
+        fresh = self._launch()
+        problem = self._await_ready(fresh)
+        if problem:
+            log.error("stage %r: a replacement worker process failed to start: %s",
+                      self.stage.name, problem)
+        worker.process, worker.conn = fresh.process, fresh.conn
+
+    def _serve(self, target: str, method: str, arg: Any) -> tuple:
+        """Carry out a child's call on the parent's runtime; the reply says how it went."""
+        try:
+            if method == "lookup":
+                self.stage.runtime.sink(target)
+                return ("ok", None)
+            sink = self.stage.runtime.sink(target)
+            if method == "enqueue_prepare":
+                token_id = next(self._token_ids)
+                self._tokens[token_id] = sink.enqueue_prepare(arg)
+                return ("ok", token_id)
+            if method in ("enqueue_commit", "enqueue_abort"):
+                return ("ok", getattr(sink, method)(self._tokens.pop(arg)))
+            if method == "__len__":
+                return ("ok", len(sink))
+            return ("ok", getattr(sink, method)(arg))
+        except RejectedError as exc:
+            return ("rejected", str(exc))
+        except StageClosedError as exc:
+            return ("closed", str(exc))
+        except KeyError as exc:
+            return ("keyerror", str(exc))
+        except Exception as exc:
+            return ("error", f"{type(exc).__name__}: {exc}")
+
+
+# -- the child side -----------------------------------------------------------------------------
+
+_ERRORS = {"rejected": RejectedError, "closed": StageClosedError, "keyerror": KeyError,
+           "error": SinkError}
+
+
+class _RemoteSink:
+    """A sink in a worker process: each call is carried out by the parent and answered."""
+
+    def __init__(self, name: str, conn: Any) -> None:
+        self.name = name
+        self._conn = conn
+
+    def _call(self, method: str, arg: Any = None) -> Any:
+        self._conn.send(("call", self.name, method, arg))
+        status, value = self._conn.recv()
+        if status != "ok":
+            raise _ERRORS[status](value)
+        return value
+
+    def enqueue(self, ev: Any) -> None:
+        self._call("enqueue", ev)
+
+    def enqueue_many(self, events: Any) -> None:
+        self._call("enqueue_many", list(events))
+
+    def enqueue_lossy(self, ev: Any) -> bool:
+        return self._call("enqueue_lossy", ev)
+
+    def enqueue_prepare(self, events: Any) -> int:
+        return self._call("enqueue_prepare", list(events))
+
+    def enqueue_commit(self, token: int) -> None:
+        self._call("enqueue_commit", token)
+
+    def enqueue_abort(self, token: int) -> None:
+        self._call("enqueue_abort", token)
+
+    def __len__(self) -> int:
+        return self._call("__len__")
+
+
+class _RemoteStage:
+    def __init__(self, name: str, conn: Any) -> None:
+        self.name = name
+        self.sink = _RemoteSink(name, conn)
+
+
+class _ChildRuntime:
+    """The part of the runtime a handler can use from a worker process: other stages' sinks."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def sink(self, name: str) -> _RemoteSink:
+        return self.stage(name).sink
+
+    def stage(self, name: str) -> _RemoteStage:
+        stage = _RemoteStage(name, self._conn)
+        stage.sink._call("lookup")                  # KeyError now, as in the parent
+        return stage
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"Runtime.{name} is not available to a handler in a worker process")
+
+
+class _ChildStage(Stage):
+    """Runs batches like a parent stage, but collects tracebacks to send back."""
+
+    __slots__ = ("tracebacks",)
+
+    def failed(self, detail: str | None = None) -> None:
+        self.tracebacks.append(traceback.format_exc())
+
+
+def _child_main(conn: Any, name: str, handler: bytes, params: dict) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides when we stop
+    runtime = _ChildRuntime(conn)
+    try:
+        stage = _ChildStage(name, pickle.loads(handler), runtime, 1, params)
+        stage.sink = _RemoteSink(name, conn)
+        stage.tracebacks = []
+        stage.handler.init(stage.context())
+    except Exception:
+        conn.send(("failed", traceback.format_exc()))
+        return
+    conn.send(("ready",))
+    try:
+        while (batch := conn.recv()) is not None:
+            stage.tracebacks = []
+            stage.run([pickle.loads(data) for data in batch])
+            conn.send(("done", stage.tracebacks))
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        stage.handler.destroy()

@@ -1,0 +1,52 @@
+"""The sampling profiler: one thread appending the runtime's stats as JSON lines (thesis 5.3.5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import threading
+import time
+from os import PathLike
+from typing import Any
+
+
+def rss_bytes() -> int:
+    """Resident set size now (Linux), else the peak the OS reports."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Sampler:
+    """Every ``interval`` seconds: ``{"t", "rss", "stages": runtime.stats()}`` as one line."""
+
+    def __init__(self, runtime: Any, path: str | PathLike, interval: float = 1.0) -> None:
+        if interval <= 0:
+            raise ValueError(f"the profiler interval is in seconds and > 0, got {interval!r}")
+        self.runtime, self.path, self.interval = runtime, path, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="seda:profiler", daemon=True)
+        self._file = open(path, "a", buffering=1)   # line-buffered: a crash loses no sample
+        self._t0 = time.monotonic()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._file.close()
+
+    def sample(self) -> dict:
+        return {"t": round(time.monotonic() - self._t0, 3), "time": time.time(),
+                "rss": rss_bytes(), "stages": self.runtime.stats()}
+
+    def _run(self) -> None:
+        while True:
+            self._file.write(json.dumps(self.sample()) + "\n")
+            if self._stop.wait(self.interval):
+                return

@@ -1,0 +1,180 @@
+"""The queues that pool threads drain: FIFO, and keyed (one key at a time, in arrival order).
+
+Each queue has one lock. A worker that finds nothing to do parks on a lock of its own, and a
+producer wakes exactly one parked worker per event it adds, so there is no thundering herd and
+no lock is allocated per wait (``threading.Condition`` would allocate one each time).
+The lock also makes ``idle()`` exact, which is what lets ``Runtime.stop`` drain reliably.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+
+class Worker:
+    """What a queue knows about one thread draining it."""
+
+    __slots__ = ("park", "held", "key")
+
+    def __init__(self) -> None:
+        self.park = threading.Lock()
+        self.park.acquire()          # held while the worker sleeps; a producer releases it
+        self.held = 0                # events of the batch the worker is handling
+        self.key: Any = None         # keyed queues: the key that batch belongs to
+
+
+class FifoQueue:
+    """Events in arrival order, handed out in batches to any of the stage's threads."""
+
+    def __init__(self, stage: Any) -> None:
+        self.stage = stage           # its ``processed`` counter is kept under our lock
+        self.lock = threading.Lock()
+        self.items: deque = deque()
+        self.parked: list[Worker] = []
+        self.busy = 0                # workers holding a batch
+        self.batches = 0             # batches handed out so far; Runtime.stop watches it move
+        self.closing = False
+        self.retire = 0              # workers asked to exit (the pool is shrinking)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _wake(self, count: int) -> None:
+        parked = self.parked
+        while count and parked:
+            parked.pop().park.release()
+            count -= 1
+
+    def put(self, ev: Any) -> None:
+        with self.lock:
+            self.items.append(ev)
+            if self.parked:
+                self.parked.pop().park.release()
+
+    def put_many(self, events: list) -> None:
+        with self.lock:
+            self.items.extend(events)
+            self._wake(len(events))
+
+    def idle(self) -> bool:
+        with self.lock:
+            return not self.items and not self.busy
+
+    def close(self) -> None:
+        """Workers finish what is queued, then ``take`` returns None to each of them."""
+        with self.lock:
+            self.closing = True
+            self._wake(len(self.parked))
+
+    def shrink(self, count: int) -> None:
+        with self.lock:
+            self.retire += count
+            self._wake(count)
+
+    def take(self, worker: Worker, limit: int) -> list | None:
+        """Settle the worker's previous batch and block until the next; None means exit."""
+        lock = self.lock
+        lock.acquire()
+        if worker.held:
+            self._finish(worker)
+        while True:
+            if self.retire:
+                self.retire -= 1
+                lock.release()
+                return None
+            if self._has_work():
+                break
+            if self.closing:
+                lock.release()
+                return None
+            self.parked.append(worker)
+            lock.release()
+            worker.park.acquire()
+            lock.acquire()
+        batch = self._pop(worker, limit)
+        worker.held = len(batch)
+        self.busy += 1
+        self.batches += 1
+        lock.release()
+        return batch
+
+    # overridden by KeyedQueue ---------------------------------------------------------------
+
+    def _has_work(self) -> bool:
+        return bool(self.items)
+
+    def _finish(self, worker: Worker) -> None:
+        self.stage.processed += worker.held
+        worker.held = 0
+        self.busy -= 1
+
+    def _pop(self, worker: Worker, limit: int) -> list:
+        items = self.items
+        if len(items) <= limit:
+            batch = list(items)
+            items.clear()        # safe: every producer appends under our lock
+            return batch
+        return [items.popleft() for _ in range(limit)]
+
+
+class KeyedQueue(FifoQueue):
+    """Events with equal ``key(ev)`` are handled one batch at a time and in arrival order; events
+    with different keys run in parallel (thesis 8.1.2, libasync-smp's colours)."""
+
+    def __init__(self, stage: Any, key: Callable[[Any], Any]) -> None:
+        super().__init__(stage)
+        self.key = key
+        self.pending: dict[Any, deque] = {}   # key -> its events; present while queued or held
+        self.ready: deque = deque()           # keys with events that no worker holds
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _add(self, k: Any, ev: Any) -> bool:
+        """Queue one event; True if its key became ready (a worker should be woken)."""
+        q = self.pending.get(k)
+        self.count += 1
+        if q is None:
+            self.pending[k] = deque((ev,))
+            self.ready.append(k)
+            return True
+        q.append(ev)
+        return False
+
+    def put(self, ev: Any) -> None:
+        k = self.key(ev)                      # user code: run it outside the lock
+        with self.lock:
+            if self._add(k, ev) and self.parked:
+                self.parked.pop().park.release()
+
+    def put_many(self, events: list) -> None:
+        keyed = [(self.key(ev), ev) for ev in events]
+        with self.lock:
+            self._wake(sum(self._add(k, ev) for k, ev in keyed))
+
+    def idle(self) -> bool:
+        with self.lock:
+            return not self.count and not self.busy
+
+    def _has_work(self) -> bool:
+        return bool(self.ready)
+
+    def _finish(self, worker: Worker) -> None:
+        super()._finish(worker)
+        k = worker.key
+        if self.pending[k]:
+            self.ready.append(k)              # more arrived while we held it: back of the line
+        else:
+            del self.pending[k]
+
+    def _pop(self, worker: Worker, limit: int) -> list:
+        k = self.ready.popleft()
+        worker.key = k
+        q = self.pending[k]
+        n = min(len(q), limit)
+        self.count -= n
+        return [q.popleft() for _ in range(n)]

@@ -1,0 +1,261 @@
+"""The runtime (the thesis's Sandstorm manager): stage registry, lifecycle and observation."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from os import PathLike
+from typing import Any
+
+from .loop import EventLoop, LoopStage
+from .processes import ProcessPool
+from .profile.graph import to_dot
+from .signals import Signals, StagesInitialized
+from .stage import Stage
+from .threads import ThreadPool
+from .timer import Timer
+
+log = logging.getLogger("seda")
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    if not samples:
+        return 0.0
+    samples.sort()
+    return samples[min(len(samples) - 1, int(q * len(samples)))]
+
+
+class Runtime:
+    """Holds the stages of one service and the threads that run them.
+
+    ``with Runtime() as rt:`` starts on enter and stops (draining every queue) on exit.
+    """
+
+    def __init__(self) -> None:
+        self._stages: dict[str, Stage] = {}
+        self._lock = threading.RLock()
+        self._state = "new"
+        self.loop = EventLoop()
+        self.timer = Timer()
+        self.signals = Signals()
+        self._sampler: Any = None
+        self._profile: tuple[str, float] | None = None     # from a config file, begun at start
+
+    @classmethod
+    def from_config(cls, path: str | PathLike) -> Runtime:
+        """A runtime with the stages a TOML file describes (see ``seda.config``); not started."""
+        from .config import load
+
+        return load(cls(), path)
+
+    # -- stages ---------------------------------------------------------------------------------
+
+    def add_stage(
+        self,
+        name: str,
+        handler: Any,
+        *,
+        threads: int = 1,
+        batch: int = 64,
+        predicate: Any = None,
+        params: dict | None = None,
+        blocking: bool = True,
+        key: Callable[[Any], Any] | None = None,
+        processes: int | None = None,
+    ) -> Stage:
+        """Create a stage. Where its handler runs:
+
+        - ``blocking=True`` (default): a private pool of ``threads`` threads;
+        - ``blocking=False``: the shared event-loop thread, with every other non-blocking stage;
+        - ``processes=N``: N worker processes (events and outgoing enqueues are pickled).
+
+        ``key=fn``: events with equal ``fn(ev)`` are handled one at a time, in arrival order.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a stage name is a non-empty string, got {name!r}")
+        if isinstance(handler, type):
+            raise TypeError(f"stage {name!r}: pass a handler instance, not the class {handler!r}")
+        if not callable(getattr(handler, "handle_events", None)):
+            raise TypeError(f"stage {name!r}: {handler!r} is not an event handler "
+                            "(subclass seda.EventHandler)")
+        if not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"stage {name!r}: batch must be an integer >= 1, got {batch!r}")
+        if getattr(handler, "single_threaded", False) and threads != 1:
+            raise ValueError(f"stage {name!r}: the handler is single-threaded, threads={threads}")
+        if not blocking and (threads != 1 or processes is not None):
+            raise ValueError(f"stage {name!r}: a non-blocking stage runs on the shared event-loop "
+                             "thread; it takes neither threads nor processes")
+        with self._lock:
+            if name in self._stages:
+                raise ValueError(f"a stage named {name!r} already exists")
+            if self._state == "stopped":
+                raise RuntimeError("the runtime has been stopped")
+            stage = Stage(name, handler, self, batch, dict(params or {}))
+            if processes is not None:
+                stage.manager = ProcessPool(stage, processes, key)
+            elif blocking:
+                stage.manager = ThreadPool(stage, threads, key)
+            else:
+                stage.manager = LoopStage(stage, self.loop)
+            stage.sink.predicate = predicate
+            self._stages[name] = stage
+            if self._state == "running":
+                try:
+                    self._start_stage(stage)
+                except BaseException:
+                    del self._stages[name]
+                    raise
+        return stage
+
+    def stage(self, name: str) -> Stage:
+        try:
+            return self._stages[name]
+        except KeyError:
+            raise KeyError(f"no stage named {name!r}") from None
+
+    def sink(self, name: str) -> Any:
+        return self.stage(name).sink
+
+    def stages(self) -> list[Stage]:
+        return list(self._stages.values())
+
+    def _start_stage(self, stage: Stage) -> None:
+        if not isinstance(stage.manager, ProcessPool):      # a process stage inits in its children
+            try:
+                stage.handler.init(stage.context())
+            except Exception as exc:
+                raise RuntimeError(f"stage {stage.name!r}: init raised {exc!r}") from exc
+        stage.manager.start()
+
+    def _destroy_stage(self, stage: Stage, timeout: float) -> None:
+        with self._lock:
+            if self._stages.get(stage.name) is not stage:
+                return
+            del self._stages[stage.name]
+        self._finish(stage, time.monotonic() + timeout)
+
+    def _finish(self, stage: Stage, deadline: float) -> None:
+        """Close, drain and destroy one stage (its sink already refuses or is about to)."""
+        stage.sink._close()
+        if not stage.manager.stop(deadline):
+            log.warning("stage %r: did not finish its queue in time (%d events left)",
+                        stage.name, len(stage.manager))
+        if not isinstance(stage.manager, ProcessPool):
+            try:
+                stage.handler.destroy()
+            except Exception:
+                log.exception("stage %r: destroy raised", stage.name)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run every stage's ``init``, start the threads, then publish ``StagesInitialized``."""
+        with self._lock:
+            if self._state != "new":
+                raise RuntimeError(f"the runtime is already {self._state}")
+            self.loop.start()
+            self.timer.start()
+            started = []
+            try:
+                for stage in self._stages.values():
+                    self._start_stage(stage)
+                    started.append(stage)
+            except BaseException:
+                for stage in list(self._stages.values()):   # never destroy what never started
+                    if stage not in started:
+                        del self._stages[stage.name]
+                self._state = "running"
+                self.stop(timeout=1.0)
+                raise
+            self._state = "running"
+        if self._profile is not None:
+            self.start_profiler(*self._profile)
+        self.signals.publish(StagesInitialized(tuple(self._stages)))
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let every queue drain (up to ``timeout`` seconds), then destroy every stage and end
+        every thread and process the runtime started."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._state != "running":
+                self._state = "stopped"
+                return
+            self._state = "stopping"
+        self.timer.stop()
+        if self._sampler is not None:
+            self._sampler.stop()
+        if not self._quiesce(deadline):
+            log.warning("runtime: queues still busy after %.1f s; stopping anyway", timeout)
+        stages = list(self._stages.values())
+        for stage in stages:
+            stage.sink._close()
+        for stage in stages:
+            self._finish(stage, deadline)
+        if not self.loop.stop(max(0.1, deadline - time.monotonic())):
+            log.warning("runtime: the event-loop thread is stuck in a handler")
+        self._state = "stopped"
+
+    def _quiesce(self, deadline: float) -> bool:
+        """Wait until no stage has queued events or a batch in hand, twice with no progress in
+        between (a batch in flight from one stage to another would show as progress)."""
+        managers = [stage.manager for stage in self._stages.values()]
+        while True:
+            before = [m.progress() for m in managers]
+            if all(m.idle() for m in managers) and before == [m.progress() for m in managers]:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+
+    def __enter__(self) -> Runtime:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- observation -------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per stage: queue, threads, processed, rejected, errors, batch, reserved, p90_ms
+        (90th percentile of the handler's time per event over its last 512 batches)."""
+        out = {}
+        for name, stage in list(self._stages.items()):
+            manager = stage.manager
+            out[name] = {
+                "queue": len(manager),
+                "threads": manager.thread_count(),
+                "processed": stage.processed,
+                "rejected": stage.sink.rejected,
+                "errors": stage.errors,
+                "batch": stage.batch,
+                "reserved": stage.sink.reserved,
+                "p90_ms": _percentile(list(stage.service_times), 0.9) * 1000.0,
+                "manager": manager.kind,
+            }
+        return out
+
+    def stage_graph(self) -> list[tuple[str, str, int]]:
+        """``(source, target, events)`` for every stage-to-stage enqueue seen so far (5.3.5)."""
+        edges = []
+        for stage in list(self._stages.values()):
+            for src, count in dict(stage.sink.edges).items():
+                edges.append((src.name, stage.name, count))
+        return sorted(edges)
+
+    def graph_dot(self) -> str:
+        """The stage graph as Graphviz DOT text."""
+        return to_dot(list(self._stages), self.stage_graph())
+
+    def start_profiler(self, path: str | PathLike, interval: float = 1.0) -> Any:
+        """Append a JSON line of ``stats()`` plus RSS to ``path`` every ``interval`` seconds
+        until the runtime stops; ``python -m seda.profile plot`` draws the file."""
+        from .profile.sampler import Sampler
+
+        if self._sampler is not None:
+            self._sampler.stop()
+        self._sampler = Sampler(self, path, interval)
+        self._sampler.start()
+        return self._sampler

@@ -1,0 +1,107 @@
+"""The default thread manager: a private pool of threads per stage (thesis 5.2.1).
+
+For handlers that block (files, databases, WSGI applications). Stages that never block share
+the event-loop thread instead (``loop.py``); CPU-bound ones can run in processes
+(``processes.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .queues import FifoQueue, KeyedQueue, Worker
+from .sink import current
+
+
+class ThreadPool:
+    """``threads`` worker threads draining one stage's queue in batches."""
+
+    kind = "threads"
+
+    def __init__(self, stage: Any, threads: int, key: Callable[[Any], Any] | None = None) -> None:
+        if threads < 1:
+            raise ValueError(f"stage {stage.name!r}: threads must be at least 1, got {threads}")
+        self.stage = stage
+        self.queue = KeyedQueue(stage, key) if key is not None else FifoQueue(stage)
+        self.size = threads
+        self.live: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+        self._spawned = 0
+        self.started = False
+        stage.sink._connect(self.queue.put, self.queue.put_many, self.queue.__len__)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.started = True
+        for _ in range(self.size):
+            self._spawn()
+
+    def resize(self, threads: int) -> None:
+        """Grow or shrink the pool; a shrinking thread exits between batches."""
+        threads = max(1, threads)
+        with self._lock:
+            delta, self.size = threads - self.size, threads
+        if not self.started:
+            return
+        if delta > 0:
+            for _ in range(delta):
+                self._spawn()
+        elif delta < 0:
+            self.queue.shrink(-delta)
+
+    def stop(self, deadline: float) -> bool:
+        """Drain what is queued, then let every thread exit. False if some did not by deadline."""
+        self.queue.close()
+        for thread in list(self.live):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not self.live
+
+    # -- observation -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def thread_count(self) -> int:
+        return len(self.live)
+
+    def idle(self) -> bool:
+        return self.queue.idle()
+
+    def progress(self) -> int:
+        return self.queue.batches
+
+    # -- the threads -------------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        with self._lock:
+            self._spawned += 1
+            name = f"seda:{self.stage.name}:{self._spawned}"
+        thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self.live.add(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        worker = self.new_worker()
+        current.stage = self.stage
+        take, run, stage = self.queue.take, self.run_batch, self.stage
+        try:
+            while (batch := take(worker, stage.batch)) is not None:
+                run(worker, batch)
+        finally:
+            self.end_worker(worker)
+            self.live.discard(threading.current_thread())
+
+    # hooks for ProcessPool ----------------------------------------------------------------------
+
+    def new_worker(self) -> Worker:
+        return Worker()
+
+    def run_batch(self, worker: Worker, batch: list) -> None:
+        self.stage.run(batch)
+
+    def end_worker(self, worker: Worker) -> None:
+        pass
