@@ -8,6 +8,7 @@ thread while the loop sleeps in ``select`` writes a byte to the wake-up pipe.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import selectors
@@ -30,7 +31,7 @@ class LoopStage:
     """The thread manager of one non-blocking stage: its deque on the shared loop."""
 
     kind = "loop"
-    __slots__ = ("stage", "loop", "items", "scheduled")
+    __slots__ = ("items", "loop", "scheduled", "stage")
 
     def __init__(self, stage: Any, loop: EventLoop) -> None:
         self.stage = stage
@@ -137,15 +138,13 @@ class EventLoop:
         os.close(self._wake_w)
         return True
 
-    # -- for other threads and for the socket layer ------------------------------------------------
+    # -- for other threads and for the socket layer --------------------------------------------
 
     def wake(self) -> None:
         """Make a sleeping ``select`` return. Safe from any thread."""
         self.sleeping = False
-        try:
+        with contextlib.suppress(OSError):    # pipe full (already woken) or closed (stopped)
             os.write(self._wake_w, b"\0")
-        except (BlockingIOError, OSError):
-            pass                          # pipe full (already woken) or closed (stopped)
 
     def call_soon(self, fn: Callable, *args: Any) -> None:
         """Run ``fn(*args)`` on the loop thread after the current round of stages."""
@@ -194,7 +193,7 @@ class EventLoop:
         except BlockingIOError:
             pass
 
-    # -- the thread ---------------------------------------------------------------------------------
+    # -- the thread ----------------------------------------------------------------------------
 
     def _run(self) -> None:
         ready, callbacks, select = self.ready, self.callbacks, self.selector.select

@@ -9,6 +9,7 @@ unpicklable event fails in the caller, not later in some other thread.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import multiprocessing
@@ -38,7 +39,7 @@ def _dumps(obj: Any, what: str) -> bytes:
 
 
 class ProcessWorker(Worker):
-    __slots__ = ("process", "conn")
+    __slots__ = ("conn", "process")
 
 
 class ProcessPool(ThreadPool):
@@ -72,7 +73,7 @@ class ProcessPool(ThreadPool):
 
         stage.sink._connect(put, put_many, queue.__len__)
 
-    # -- processes --------------------------------------------------------------------------------
+    # -- processes -----------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start every process and wait until each has run the handler's ``init``."""
@@ -115,10 +116,8 @@ class ProcessPool(ThreadPool):
             conn.send(self._serve(*msg[1:]))
 
     def _halt(self, worker: ProcessWorker, deadline: float) -> None:
-        try:
+        with contextlib.suppress(OSError):      # the child may be gone already
             worker.conn.send(None)
-        except OSError:
-            pass
         worker.process.join(max(0.1, deadline - time.monotonic()))
         if worker.process.is_alive():
             worker.process.kill()
@@ -129,7 +128,7 @@ class ProcessPool(ThreadPool):
         self._deadline = deadline
         return super().stop(deadline)
 
-    # -- ThreadPool hooks: one process per thread ---------------------------------------------------
+    # -- ThreadPool hooks: one process per thread ----------------------------------------------
 
     def new_worker(self) -> Worker:
         if self._started:
@@ -154,9 +153,11 @@ class ProcessPool(ThreadPool):
             while (msg := conn.recv())[0] == "call":
                 conn.send(self._serve(*msg[1:]))
         except (EOFError, OSError):
-            stage.failed(f"worker process {worker.process.pid} died "
-                         f"(exit code {worker.process.exitcode}) with a batch of {len(batch)}")
-            stage.errors += len(batch) - 1
+            worker.process.join(1.0)
+            log.error("stage %r: worker process %d died (exit code %s) with a batch of %d "
+                      "events; starting another", stage.name, worker.process.pid,
+                      worker.process.exitcode, len(batch))
+            stage.errors += len(batch)
             self._replace(worker)
             return
         for detail in msg[1]:
@@ -165,7 +166,6 @@ class ProcessPool(ThreadPool):
 
     def _replace(self, worker: ProcessWorker) -> None:
         worker.conn.close()
-        worker.process.join(1.0)
         fresh = self._launch()
         problem = self._await_ready(fresh)
         if problem:
@@ -199,7 +199,7 @@ class ProcessPool(ThreadPool):
             return ("error", f"{type(exc).__name__}: {exc}")
 
 
-# -- the child side -----------------------------------------------------------------------------
+# -- the child side ----------------------------------------------------------------------------
 
 _ERRORS = {"rejected": RejectedError, "closed": StageClosedError, "keyerror": KeyError,
            "error": SinkError}

@@ -17,7 +17,7 @@ from typing import Any
 class Worker:
     """What a queue knows about one thread draining it."""
 
-    __slots__ = ("park", "held", "key")
+    __slots__ = ("held", "key", "park")
 
     def __init__(self) -> None:
         self.park = threading.Lock()

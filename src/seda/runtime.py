@@ -50,7 +50,7 @@ class Runtime:
 
         return load(cls(), path)
 
-    # -- stages ---------------------------------------------------------------------------------
+    # -- stages --------------------------------------------------------------------------------
 
     def add_stage(
         self,
@@ -148,7 +148,7 @@ class Runtime:
             except Exception:
                 log.exception("stage %r: destroy raised", stage.name)
 
-    # -- lifecycle ----------------------------------------------------------------------------------
+    # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
         """Run every stage's ``init``, start the threads, then publish ``StagesInitialized``."""
@@ -216,7 +216,7 @@ class Runtime:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- observation -------------------------------------------------------------------------------
+    # -- observation ---------------------------------------------------------------------------
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per stage: queue, threads, processed, rejected, errors, batch, reserved, p90_ms

@@ -42,7 +42,7 @@ def _closed(name: str) -> Callable[..., Any]:
 class Transaction:
     """A prepared batch: admitted and holding its place, invisible to the handler until commit."""
 
-    __slots__ = ("sink", "events", "state")
+    __slots__ = ("events", "sink", "state")
 
     def __init__(self, sink: Sink, events: list) -> None:
         self.sink = sink
@@ -57,8 +57,18 @@ class Sink:
     """Enqueue end of one stage's queue. Every method is safe to call from any thread."""
 
     __slots__ = (
-        "name", "stage", "rejected", "reserved", "edges", "closed",
-        "_accept", "_predicate", "_put", "_put_many", "_length", "_lock",
+        "_accept",
+        "_length",
+        "_lock",
+        "_predicate",
+        "_put",
+        "_put_many",
+        "closed",
+        "edges",
+        "name",
+        "rejected",
+        "reserved",
+        "stage",
     )
 
     def __init__(self, name: str, stage: Any = None) -> None:
@@ -85,7 +95,7 @@ class Sink:
         refuse = _closed(self.name)
         self._accept = self._put = self._put_many = refuse
 
-    # -- admission ---------------------------------------------------------------------------
+    # -- admission -----------------------------------------------------------------------------
 
     @property
     def predicate(self) -> Any:
@@ -127,7 +137,7 @@ class Sink:
             edges = self.edges
             edges[src] = edges.get(src, 0) + count
 
-    # -- enqueue -----------------------------------------------------------------------------
+    # -- enqueue -------------------------------------------------------------------------------
 
     def enqueue(self, ev: Any) -> None:
         """Accept ``ev`` or raise :class:`RejectedError` / :class:`StageClosedError`."""

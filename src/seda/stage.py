@@ -61,8 +61,19 @@ class Stage:
     """A handle to one stage: its name, its sink, and ``destroy()`` (thesis 5.3.2's StageIF)."""
 
     __slots__ = (
-        "name", "handler", "sink", "runtime", "params", "batch", "manager",
-        "processed", "errors", "service_times", "_handle", "_last_report", "_unreported",
+        "_handle",
+        "_last_report",
+        "_unreported",
+        "batch",
+        "errors",
+        "handler",
+        "manager",
+        "name",
+        "params",
+        "processed",
+        "runtime",
+        "service_times",
+        "sink",
     )
 
     def __init__(self, name: str, handler: Any, runtime: Runtime, batch: int, params: dict) -> None:

@@ -60,7 +60,7 @@ class ThreadPool:
             thread.join(max(0.0, deadline - time.monotonic()))
         return not self.live
 
-    # -- observation -----------------------------------------------------------------------------
+    # -- observation ---------------------------------------------------------------------------
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -74,7 +74,7 @@ class ThreadPool:
     def progress(self) -> int:
         return self.queue.batches
 
-    # -- the threads -------------------------------------------------------------------------------
+    # -- the threads ---------------------------------------------------------------------------
 
     def _spawn(self) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ from typing import Any
 class TimerHandle:
     """A scheduled event; ``cancel()`` before it is due and it is never enqueued."""
 
-    __slots__ = ("when", "sink", "event", "cancelled")
+    __slots__ = ("cancelled", "event", "sink", "when")
 
     def __init__(self, when: float, sink: Any, event: Any) -> None:
         self.when, self.sink, self.event = when, sink, event
@@ -23,7 +23,7 @@ class TimerHandle:
 
 
 class Timer:
-    """``schedule(delay_s, sink, ev)``; an event the sink rejects when due is dropped and counted."""
+    """``schedule(delay_s, sink, ev)``; an event its sink rejects when due is dropped, counted."""
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, TimerHandle]] = []

@@ -1,0 +1,91 @@
+"""The shared event-loop thread: non-blocking stages, cross-thread wake-ups, socket readiness."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import seda
+
+from conftest import WAIT, Recorder
+
+
+class Hop(seda.EventHandler):
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.threads: set = set()
+
+    def init(self, ctx):
+        self.out = ctx.runtime.sink(self.target)
+
+    def handle_events(self, events):
+        self.threads.add(threading.get_ident())
+        self.out.enqueue_many(events)
+
+
+def test_non_blocking_stages_share_one_thread(rt):
+    end = Recorder()
+    hops = [Hop("end")] + [Hop(f"h{i}") for i in range(4)]
+    rt.add_stage("end", end, blocking=False)
+    for i, hop in enumerate(hops):
+        rt.add_stage(f"h{i}", hop, blocking=False)
+    rt.start()
+    rt.sink("h4").enqueue_many(range(300))
+    assert end.wait(300) == list(range(300))
+    assert len(set.union(*(h.threads for h in hops))) == 1
+    assert end.threads == {"seda:loop"}
+
+
+def test_enqueue_from_other_threads_wakes_the_sleeping_loop(rt):
+    end = Recorder()
+    rt.add_stage("end", end, blocking=False)
+    rt.add_stage("pool", Hop("end"), threads=2, batch=1)
+    rt.start()
+    total = 0
+    for round_ in range(20):              # each round finds the loop asleep in select()
+        rt.sink("pool").enqueue_many(range(round_ * 10, round_ * 10 + 10))
+        total += 10
+        end.wait(total)
+    assert sorted(end.events) == list(range(200))
+
+
+def test_socket_readiness_callbacks_run_on_the_loop(rt):
+    rt.start()
+    left, right = socket.socketpair()
+    left.setblocking(False)
+    got, where, done = [], [], threading.Event()
+
+    def readable():
+        got.append(left.recv(100))
+        where.append(threading.current_thread().name)
+        rt.loop.remove_reader(left)
+        done.set()
+
+    try:
+        rt.loop.call_soon_threadsafe(rt.loop.add_reader, left, readable)
+        right.send(b"ping")
+        assert done.wait(WAIT)
+        assert got == [b"ping"] and where == ["seda:loop"]
+    finally:
+        left.close()
+        right.close()
+
+
+def test_a_failing_callback_does_not_stop_the_loop(rt, caplog):
+    end = Recorder()
+    rt.add_stage("end", end, blocking=False)
+    rt.start()
+    rt.loop.call_soon_threadsafe(lambda: 1 / 0)
+    rt.sink("end").enqueue("after")
+    assert end.wait(1) == ["after"]
+    rt.stop()
+    assert "ZeroDivisionError" in caplog.text
+
+
+def test_destroying_a_loop_stage_drains_it(rt):
+    end = Recorder()
+    st = rt.add_stage("end", end, blocking=False)
+    rt.start()
+    st.sink.enqueue_many(range(1000))
+    st.destroy()
+    assert end.events == list(range(1000)) and end.destroyed == 1
