@@ -1,9 +1,11 @@
 """The queues that pool threads drain: FIFO, and keyed (one key at a time, in arrival order).
 
-Each queue has one lock. A worker that finds nothing to do parks on a lock of its own, and a
-producer wakes exactly one parked worker per event it adds, so there is no thundering herd and
-no lock is allocated per wait (``threading.Condition`` would allocate one each time).
-The lock also makes ``idle()`` exact, which is what lets ``Runtime.stop`` drain reliably.
+A worker that finds nothing to do parks on a lock of its own, and a producer wakes exactly one
+parked worker per event it adds: no thundering herd, and no lock allocated per wait (as
+``threading.Condition`` would). Workers take batches under the queue's lock, which also keeps
+``busy`` exact for ``Runtime.stop``. A FIFO producer takes no lock at all unless it has a worker
+to wake: ``deque.append`` is atomic under the GIL, and a worker registers as parked *before* it
+looks at the queue one last time, so either it sees the new event or the producer sees it parked.
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ class FifoQueue:
             count -= 1
 
     def put(self, ev: Any) -> None:
-        with self.lock:
-            self.items.append(ev)
-            if self.parked:
-                self.parked.pop().park.release()
+        self.items.append(ev)
+        if self.parked:
+            with self.lock:
+                self._wake(1)
 
     def put_many(self, events: list) -> None:
-        with self.lock:
-            self.items.extend(events)
-            self._wake(len(events))
+        self.items.extend(events)
+        if self.parked:
+            with self.lock:
+                self._wake(len(events))
 
     def idle(self) -> bool:
         with self.lock:
@@ -91,6 +94,9 @@ class FifoQueue:
                 lock.release()
                 return None
             self.parked.append(worker)
+            if self._has_work():             # the last look, now that producers can see us
+                self.parked.remove(worker)
+                break
             lock.release()
             worker.park.acquire()
             lock.acquire()
@@ -112,12 +118,11 @@ class FifoQueue:
         self.busy -= 1
 
     def _pop(self, worker: Worker, limit: int) -> list:
-        items = self.items
-        if len(items) <= limit:
-            batch = list(items)
-            items.clear()        # safe: every producer appends under our lock
-            return batch
-        return [items.popleft() for _ in range(limit)]
+        items = self.items                  # producers may append meanwhile: pop, never clear
+        if len(items) == 1:
+            return [items.popleft()]
+        pop = items.popleft
+        return [pop() for _ in range(min(len(items), limit))]
 
 
 class KeyedQueue(FifoQueue):

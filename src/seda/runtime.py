@@ -242,7 +242,8 @@ class Runtime:
         edges = []
         for stage in list(self._stages.values()):
             for src, count in dict(stage.sink.edges).items():
-                edges.append((src.name, stage.name, count))
+                if src is not None:
+                    edges.append((src.name, stage.name, count))
         return sorted(edges)
 
     def graph_dot(self) -> str:

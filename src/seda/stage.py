@@ -86,7 +86,8 @@ class Stage:
         self.manager: Any = None
         self.processed = 0
         self.errors = 0
-        self.service_times: deque = deque(maxlen=512)   # seconds per event, one entry per batch
+        # seconds per event over recent batches (all of a pool's, a sample of the loop's)
+        self.service_times: deque = deque(maxlen=512)
         self._last_report = 0.0
         self._unreported = 0
         # A handler that keeps the default handle_events gets per-event error isolation: one

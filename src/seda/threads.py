@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .queues import FifoQueue, KeyedQueue, Worker
-from .sink import current
+from .sink import Cursor, thread_cursor
 
 
 class ThreadPool:
@@ -86,7 +86,7 @@ class ThreadPool:
 
     def _work(self) -> None:
         worker = self.new_worker()
-        current.stage = self.stage
+        thread_cursor.set(Cursor(self.stage))
         take, run, stage = self.queue.take, self.run_batch, self.stage
         try:
             while (batch := take(worker, stage.batch)) is not None:

@@ -1,0 +1,23 @@
+"""The simplest admission predicate: refuse while the queue is full (thesis 5.3.3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class QueueThreshold:
+    """Admit an event only while queued plus reserved events are fewer than ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"a queue threshold is an integer >= 1, got {limit!r}")
+        self.limit = limit
+        self._sink: Any = None
+        self._length: Any = None
+
+    def attach(self, stage: Any) -> None:
+        self._sink = stage.sink
+        self._length = stage.sink._length     # the queue's own len(): one C call, no wrapper
+
+    def accept(self, ev: Any) -> bool:
+        return self._length() + self._sink.reserved < self.limit
