@@ -20,7 +20,8 @@ from collections import Counter
 import seda
 from seda.control import QueueThreshold
 
-WORDS = "the quick brown fox jumps over a lazy dog while stages pass events along".split()
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
+         "stages", "pass", "events", "along"]
 
 
 class Source(seda.EventHandler):

@@ -50,9 +50,8 @@ class ProcessPool(ThreadPool):
     def __init__(self, stage: Stage, processes: int, key: Callable[[Any], Any] | None = None):
         self._keyed = key is not None
         super().__init__(stage, processes, operator.itemgetter(0) if self._keyed else None)
-        self._user_key = key
         self._handler = _dumps(stage.handler, f"the handler of stage {stage.name!r}")
-        self._started: list[ProcessWorker] = []
+        self._unclaimed: list[ProcessWorker] = []     # started by start(), not yet a thread's
         self._tokens: dict[int, Transaction] = {}
         self._token_ids = itertools.count(1)
         what = f"an event for stage {stage.name!r}"
@@ -67,7 +66,7 @@ class ProcessPool(ThreadPool):
 
         def put_many(events: list) -> None:
             items = [_dumps(ev, what) for ev in events]
-            if self._keyed:
+            if key is not None:
                 items = list(zip(map(key, events), items, strict=True))
             queue.put_many(items)
 
@@ -84,7 +83,7 @@ class ProcessPool(ThreadPool):
                 self._halt(w, time.monotonic() + 1.0)
             raise RuntimeError(f"stage {self.stage.name!r}: init failed in a worker process:\n"
                                + failures[0])
-        self._started = workers
+        self._unclaimed = workers
         super().start()
 
     def _launch(self) -> ProcessWorker:
@@ -124,24 +123,14 @@ class ProcessPool(ThreadPool):
             worker.process.join()
         worker.conn.close()
 
-    def stop(self, deadline: float) -> bool:
-        self._deadline = deadline
-        return super().stop(deadline)
-
     # -- ThreadPool hooks: one process per thread ----------------------------------------------
 
     def new_worker(self) -> Worker:
-        if self._started:
-            return self._started.pop()
-        worker = self._launch()
-        problem = self._await_ready(worker)
-        if problem:
-            log.error("stage %r: a replacement worker process failed to start: %s",
-                      self.stage.name, problem)
-        return worker
+        return self._unclaimed.pop() if self._unclaimed else self._fresh()
 
     def end_worker(self, worker: Worker) -> None:
-        self._halt(worker, getattr(self, "_deadline", time.monotonic() + 5.0))
+        deadline = self.deadline if self.deadline is not None else time.monotonic() + 5.0
+        self._halt(worker, deadline)
 
     def run_batch(self, worker: Worker, batch: list) -> None:
         stage, conn = self.stage, worker.conn
@@ -166,12 +155,17 @@ class ProcessPool(ThreadPool):
 
     def _replace(self, worker: ProcessWorker) -> None:
         worker.conn.close()
-        fresh = self._launch()
-        problem = self._await_ready(fresh)
-        if problem:
-            log.error("stage %r: a replacement worker process failed to start: %s",
-                      self.stage.name, problem)
+        fresh = self._fresh()
         worker.process, worker.conn = fresh.process, fresh.conn
+
+    def _fresh(self) -> ProcessWorker:
+        """A process started after start(): for a growing pool or in place of a dead one."""
+        worker = self._launch()
+        problem = self._await_ready(worker)
+        if problem:       # the thread goes on; its batches will fail and be counted
+            log.error("stage %r: a new worker process failed to start: %s",
+                      self.stage.name, problem)
+        return worker
 
     def _serve(self, target: str, method: str, arg: Any) -> tuple:
         """Carry out a child's call on the parent's runtime; the reply says how it went."""

@@ -179,6 +179,8 @@ class Runtime:
         every thread and process the runtime started."""
         deadline = time.monotonic() + timeout
         with self._lock:
+            if self._state == "new":          # never started: only the selector to close
+                self.loop.stop(0)
             if self._state != "running":
                 self._state = "stopped"
                 return

@@ -31,6 +31,7 @@ class ThreadPool:
         self._lock = threading.Lock()
         self._spawned = 0
         self.started = False
+        self.deadline: float | None = None     # set by stop(): when threads must be gone
         stage.sink._connect(self.queue.put, self.queue.put_many, self.queue.__len__)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -55,10 +56,12 @@ class ThreadPool:
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued, then let every thread exit. False if some did not by deadline."""
+        self.deadline = deadline
         self.queue.close()
-        for thread in list(self.live):
+        me = threading.current_thread()        # a handler may destroy its own stage
+        for thread in list(self.live - {me}):
             thread.join(max(0.0, deadline - time.monotonic()))
-        return not self.live
+        return not (self.live - {me})
 
     # -- observation ---------------------------------------------------------------------------
 

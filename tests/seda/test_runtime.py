@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -137,3 +138,33 @@ def test_stats_and_stage_graph(rt):
     dot = rt.graph_dot()
     assert dot.startswith("digraph seda {")
     assert '"a" -> "b" [label="100"];' in dot and '"b" -> "end" [label="100"];' in dot
+
+
+def test_a_stage_can_destroy_itself_from_its_handler(rt):
+    gone = threading.Event()
+
+    class Once(seda.EventHandler):
+        def init(self, ctx):
+            self.stage = ctx.stage
+
+        def handle_event(self, ev):
+            self.stage.destroy(timeout=1.0)
+
+        def destroy(self):
+            gone.set()
+
+    st = rt.add_stage("once", Once())
+    rt.start()
+    st.sink.enqueue("bye")
+    assert gone.wait(WAIT)
+    with pytest.raises(seda.StageClosedError):
+        st.sink.enqueue("again")
+
+
+def test_a_runtime_that_never_started_releases_its_descriptors():
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        runtime = seda.Runtime()
+        runtime.add_stage("r", Recorder())
+        runtime.stop()
+    assert len(os.listdir("/proc/self/fd")) == before
