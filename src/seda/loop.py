@@ -70,6 +70,9 @@ class LoopStage:
         if threads != 1:
             raise ValueError(f"stage {self.stage.name!r} runs on the shared event-loop thread")
 
+    def unwrap_keys(self, unwrap: Callable[[Any], Any]) -> None:
+        pass                         # one thread: arrival order is already kept
+
     def stop(self, deadline: float) -> bool:
         """Wait until the loop has handled everything queued here."""
         loop = self.loop

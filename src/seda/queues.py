@@ -15,6 +15,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+#: What ``take`` returns to a worker that waited ``idle_timeout`` seconds for nothing.
+IDLE: list = []
+
 
 class Worker:
     """What a queue knows about one thread draining it."""
@@ -77,8 +80,9 @@ class FifoQueue:
             self.retire += count
             self._wake(count)
 
-    def take(self, worker: Worker, limit: int) -> list | None:
-        """Settle the worker's previous batch and block until the next; None means exit."""
+    def take(self, worker: Worker, limit: int, idle_timeout: float | None = None) -> list | None:
+        """Settle the worker's previous batch and block until the next; None means exit, IDLE
+        that nothing came for ``idle_timeout`` seconds."""
         lock = self.lock
         lock.acquire()
         if worker.held:
@@ -98,8 +102,14 @@ class FifoQueue:
                 self.parked.remove(worker)
                 break
             lock.release()
-            worker.park.acquire()
+            woken = worker.park.acquire(True, -1 if idle_timeout is None else idle_timeout)
             lock.acquire()
+            if not woken:
+                if worker in self.parked:
+                    self.parked.remove(worker)
+                    lock.release()
+                    return IDLE
+                worker.park.acquire()        # a producer woke us as we timed out: re-arm
         batch = self._pop(worker, limit)
         worker.held = len(batch)
         self.busy += 1

@@ -9,6 +9,9 @@ from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
+from .control.batching import BatchingController
+from .control.driver import Controller, ControlThread
+from .control.thread_pool import ThreadPoolController
 from .loop import EventLoop, LoopStage
 from .processes import ProcessPool
 from .profile.graph import to_dot
@@ -40,6 +43,7 @@ class Runtime:
         self.loop = EventLoop()
         self.timer = Timer()
         self.signals = Signals()
+        self.control = ControlThread()
         self._sampler: Any = None
         self._profile: tuple[str, float] | None = None     # from a config file, begun at start
 
@@ -57,8 +61,8 @@ class Runtime:
         name: str,
         handler: Any,
         *,
-        threads: int = 1,
-        batch: int = 64,
+        threads: int | ThreadPoolController = 1,
+        batch: int | BatchingController = 64,
         predicate: Any = None,
         params: dict | None = None,
         blocking: bool = True,
@@ -72,7 +76,18 @@ class Runtime:
         - ``processes=N``: N worker processes (events and outgoing enqueues are pickled).
 
         ``key=fn``: events with equal ``fn(ev)`` are handled one at a time, in arrival order.
+        ``threads``, ``batch`` and ``predicate`` take a constant or a controller from
+        ``seda.control``, which the runtime attaches to the stage and runs on its control thread.
         """
+        thread_ctl = threads if isinstance(threads, ThreadPoolController) else None
+        batch_ctl = batch if isinstance(batch, BatchingController) else None
+        if thread_ctl is not None:
+            if not blocking or processes is not None:
+                raise ValueError(f"stage {name!r}: a ThreadPoolController sizes a thread pool; "
+                                 "this stage has none")
+            threads = thread_ctl.min
+        if batch_ctl is not None:
+            batch = batch_ctl.max
         if not isinstance(name, str) or not name:
             raise ValueError(f"a stage name is a non-empty string, got {name!r}")
         if isinstance(handler, type):
@@ -82,7 +97,7 @@ class Runtime:
                             "(subclass seda.EventHandler)")
         if not isinstance(batch, int) or batch < 1:
             raise ValueError(f"stage {name!r}: batch must be an integer >= 1, got {batch!r}")
-        if getattr(handler, "single_threaded", False) and threads != 1:
+        if getattr(handler, "single_threaded", False) and (threads != 1 or thread_ctl):
             raise ValueError(f"stage {name!r}: the handler is single-threaded, threads={threads}")
         if not blocking and (threads != 1 or processes is not None):
             raise ValueError(f"stage {name!r}: a non-blocking stage runs on the shared event-loop "
@@ -99,6 +114,11 @@ class Runtime:
                 stage.manager = ThreadPool(stage, threads, key)
             else:
                 stage.manager = LoopStage(stage, self.loop)
+            for ctl, slot in ((thread_ctl, "thread_control"), (batch_ctl, "batch_control")):
+                if ctl is not None:
+                    ctl.attach(stage)
+                    setattr(stage, slot, ctl)
+                    self.control.add(ctl)
             stage.sink.predicate = predicate
             self._stages[name] = stage
             if self._state == "running":
@@ -129,11 +149,26 @@ class Runtime:
                 raise RuntimeError(f"stage {stage.name!r}: init raised {exc!r}") from exc
         stage.manager.start()
 
+    def add_controller(self, controller: Controller) -> None:
+        """Tick ``controller`` on the control thread from now until stop; for controllers that
+        are not a stage's knob, such as ``control.Degrader``."""
+        self.control.add(controller)
+
+    def _replace_controller(self, old: Any, new: Any) -> None:
+        """A sink's predicate changed: keep the control thread's list in step."""
+        if isinstance(old, Controller):
+            self.control.remove(old)
+        if isinstance(new, Controller):
+            self.control.add(new)
+
     def _destroy_stage(self, stage: Stage, timeout: float) -> None:
         with self._lock:
             if self._stages.get(stage.name) is not stage:
                 return
             del self._stages[stage.name]
+        for ctl in (stage.thread_control, stage.batch_control, stage.sink.predicate):
+            if isinstance(ctl, Controller):
+                self.control.remove(ctl)
         self._finish(stage, time.monotonic() + timeout)
 
     def _finish(self, stage: Stage, deadline: float) -> None:
@@ -157,6 +192,7 @@ class Runtime:
                 raise RuntimeError(f"the runtime is already {self._state}")
             self.loop.start()
             self.timer.start()
+            self.control.start()
             started = []
             try:
                 for stage in self._stages.values():
@@ -181,11 +217,13 @@ class Runtime:
         with self._lock:
             if self._state == "new":          # never started: only the selector to close
                 self.loop.stop(0)
+                self.control.stop()
             if self._state != "running":
                 self._state = "stopped"
                 return
             self._state = "stopping"
         self.timer.stop()
+        self.control.stop()
         if self._sampler is not None:
             self._sampler.stop()
         if not self._quiesce(deadline):
@@ -222,7 +260,8 @@ class Runtime:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per stage: queue, threads, processed, rejected, errors, batch, reserved, p90_ms
-        (90th percentile of the handler's time per event over its last 512 batches)."""
+        (90th percentile of the handler's time per event over its last 512 batches), and under
+        ``control`` the state of its controllers (``threads``, ``batch``, ``admission``)."""
         out = {}
         for name, stage in list(self._stages.items()):
             manager = stage.manager
@@ -237,6 +276,11 @@ class Runtime:
                 "p90_ms": _percentile(list(stage.service_times), 0.9) * 1000.0,
                 "manager": manager.kind,
             }
+            control = {label: ctl.state() for label, ctl in (
+                ("threads", stage.thread_control), ("batch", stage.batch_control),
+                ("admission", stage.sink.predicate)) if hasattr(ctl, "state")}
+            if control:
+                out[name]["control"] = control
         return out
 
     def stage_graph(self) -> list[tuple[str, str, int]]:

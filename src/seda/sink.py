@@ -127,9 +127,14 @@ class Sink:
             raise TypeError(f"a predicate is None, a callable or has accept(ev); got {predicate!r}")
         if self.closed:
             raise StageClosedError(f"stage {self.name!r} has been destroyed")
-        attach = getattr(predicate, "attach", None)
-        if attach is not None and self.stage is not None:
-            attach(self.stage)
+        old = self._predicate
+        if old is not None and old is not predicate and hasattr(old, "detach"):
+            old.detach()
+        if self.stage is not None:
+            attach = getattr(predicate, "attach", None)
+            if attach is not None:
+                attach(self.stage)
+            self.stage.runtime._replace_controller(old, predicate)
         self._predicate = predicate
         self._accept = accept
 

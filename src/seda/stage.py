@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,23 +58,27 @@ class StageContext:
 _LOG_EVERY = 1.0   # seconds between error reports of one stage, so a failing handler can't flood
 
 
+class Stamped:
+    """A queued event with the time it was enqueued, on stages whose response time is watched."""
+
+    __slots__ = ("ev", "t")
+
+    def __init__(self, t: float, ev: Any) -> None:
+        self.t, self.ev = t, ev
+
+
+#: Observer of a timed stage: called after each batch with its events, the time each waited in
+#: the queue and the time from its enqueue to the end of its batch (seconds), index by index.
+Observer = Callable[[list, list, list], None]
+
+
 class Stage:
     """A handle to one stage: its name, its sink, and ``destroy()`` (thesis 5.3.2's StageIF)."""
 
     __slots__ = (
-        "_handle",
-        "_last_report",
-        "_unreported",
-        "batch",
-        "errors",
-        "handler",
-        "manager",
-        "name",
-        "params",
-        "processed",
-        "runtime",
-        "service_times",
-        "sink",
+        "_handle", "_last_report", "_unreported", "batch", "batch_control", "errors", "handler",
+        "manager", "name", "observers", "params", "processed", "runtime", "service_times", "sink",
+        "thread_control", "timed",
     )
 
     def __init__(self, name: str, handler: Any, runtime: Runtime, batch: int, params: dict) -> None:
@@ -90,6 +95,10 @@ class Stage:
         self.service_times: deque = deque(maxlen=512)
         self._last_report = 0.0
         self._unreported = 0
+        self.observers: list[Observer] = []
+        self.timed = False                   # events carry their enqueue time (see observe)
+        self.thread_control: Any = None      # a ThreadPoolController sizing this stage's pool
+        self.batch_control: Any = None       # a BatchingController setting ``batch``
         # A handler that keeps the default handle_events gets per-event error isolation: one
         # bad event does not cost the rest of its batch.
         if type(handler).handle_events is EventHandler.handle_events:
@@ -103,6 +112,56 @@ class Stage:
 
     def context(self) -> StageContext:
         return StageContext(self.runtime, self, self.params)
+
+    def observe(self, observer: Observer) -> None:
+        """Time every event from enqueue to the end of its handling and report each batch to
+        ``observer``. Only stages someone observes pay for the clock readings."""
+        if self.manager.kind == "processes":
+            raise ValueError(f"stage {self.name!r} runs in processes; watch response times on "
+                             "the stage that feeds it instead")
+        if observer in self.observers:
+            return
+        self.observers.append(observer)
+        if not self.timed:
+            self.timed = True
+            self._stamp()
+
+    def unobserve(self, observer: Observer) -> None:
+        if observer in self.observers:
+            self.observers.remove(observer)
+
+    def _stamp(self) -> None:
+        """From now on, wrap events in ``Stamped`` on the way in and unwrap them on the way out.
+        Events queued before this arrive bare, hence the type checks."""
+        sink, clock, observers = self.sink, time.monotonic, self.observers
+        put, put_many, handle = sink._put, sink._put_many, self._handle
+
+        def stamped_put(ev: Any) -> None:
+            put(Stamped(clock(), ev))
+
+        def stamped_put_many(events: list) -> None:
+            now = clock()
+            put_many([Stamped(now, ev) for ev in events])
+
+        def timed_handle(batch: list) -> None:
+            start = clock()
+            events = [x.ev if type(x) is Stamped else x for x in batch]
+            try:
+                handle(events)
+            finally:
+                end = clock()
+                stamped = [x for x in batch if type(x) is Stamped]
+                if len(stamped) < len(batch):       # queued before timing began: not timed
+                    events = [x.ev for x in stamped]
+                waits = [start - x.t for x in stamped]
+                responses = [end - x.t for x in stamped]
+                for observer in observers:
+                    observer(events, waits, responses)
+
+        if not sink.closed:
+            sink._put, sink._put_many = stamped_put, stamped_put_many
+        self._handle = timed_handle
+        self.manager.unwrap_keys(lambda x: x.ev if type(x) is Stamped else x)
 
     # -- called by thread managers -------------------------------------------------------------
 

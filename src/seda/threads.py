@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .queues import FifoQueue, KeyedQueue, Worker
+from .queues import IDLE, FifoQueue, KeyedQueue, Worker
 from .sink import Cursor, thread_cursor
 
 
@@ -32,6 +32,10 @@ class ThreadPool:
         self._spawned = 0
         self.started = False
         self.deadline: float | None = None     # set by stop(): when threads must be gone
+        # ThreadPoolController: a thread idle for idle_timeout seconds exits while the pool is
+        # larger than min_size.
+        self.min_size = threads
+        self.idle_timeout: float | None = None
         stage.sink._connect(self.queue.put, self.queue.put_many, self.queue.__len__)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -40,6 +44,12 @@ class ThreadPool:
         self.started = True
         for _ in range(self.size):
             self._spawn()
+
+    def unwrap_keys(self, unwrap: Callable[[Any], Any]) -> None:
+        """Queued items are about to be wrapped (``Stage.observe``): key on what is inside."""
+        if isinstance(self.queue, KeyedQueue):
+            key = self.queue.key
+            self.queue.key = lambda item: key(unwrap(item))
 
     def resize(self, threads: int) -> None:
         """Grow or shrink the pool; a shrinking thread exits between batches."""
@@ -92,11 +102,23 @@ class ThreadPool:
         thread_cursor.set(Cursor(self.stage))
         take, run, stage = self.queue.take, self.run_batch, self.stage
         try:
-            while (batch := take(worker, stage.batch)) is not None:
+            while (batch := take(worker, stage.batch, self.idle_timeout)) is not None:
+                if batch is IDLE:
+                    if self._shrink_idle():
+                        break
+                    continue
                 run(worker, batch)
         finally:
             self.end_worker(worker)
             self.live.discard(threading.current_thread())
+
+    def _shrink_idle(self) -> bool:
+        """A thread has been idle for idle_timeout: let it go if the pool is above its minimum."""
+        with self._lock:
+            if self.size > self.min_size:
+                self.size -= 1
+                return True
+        return False
 
     # hooks for ProcessPool ----------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def test_stop_leaves_no_thread_behind():
     runtime.add_stage("a", Recorder(), threads=4)
     runtime.add_stage("b", Recorder(), blocking=False)
     runtime.start()
-    assert len(set(threading.enumerate()) - before) == 4 + 2      # pool, loop, timer
+    assert len(set(threading.enumerate()) - before) == 4 + 3   # pool, loop, timer, control
     runtime.stop()
     assert set(threading.enumerate()) == before
 

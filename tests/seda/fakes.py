@@ -1,0 +1,52 @@
+"""A stage stand-in for driving controllers step by step: counters the test sets by hand."""
+
+from __future__ import annotations
+
+
+class FakePool:
+    kind = "threads"
+
+    def __init__(self, size: int = 1) -> None:
+        self.size = size
+        self.min_size = size
+        self.idle_timeout = None
+
+    def resize(self, n: int) -> None:
+        self.size = max(1, n)
+
+
+class FakeSink:
+    reserved = 0
+
+    def __init__(self, stage: FakeStage) -> None:
+        self._length = lambda: stage.queue
+
+    def __len__(self) -> int:
+        return self._length()
+
+
+class FakeStage:
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.processed = 0
+        self.queue = 0
+        self.batch = 64
+        self.manager = FakePool()
+        self.sink = FakeSink(self)
+        self.thread_control = None
+        self.observers = []
+
+    def observe(self, fn) -> None:
+        self.observers.append(fn)
+
+    def unobserve(self, fn) -> None:
+        self.observers.remove(fn)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
