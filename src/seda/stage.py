@@ -158,9 +158,28 @@ class Stage:
                 for observer in observers:
                     observer(events, waits, responses)
 
+        def timed_each(batch: list) -> None:
+            """Per-event handlers: each event's own start and end, and error isolation."""
+            handle_event = self.handler.handle_event
+            events, waits, responses = [], [], []
+            for x in batch:
+                stamped = type(x) is Stamped
+                ev = x.ev if stamped else x
+                start = clock()
+                try:
+                    handle_event(ev)
+                except Exception:
+                    self.failed()
+                if stamped:
+                    events.append(ev)
+                    waits.append(start - x.t)
+                    responses.append(clock() - x.t)
+            for observer in observers:
+                observer(events, waits, responses)
+
         if not sink.closed:
             sink._put, sink._put_many = stamped_put, stamped_put_many
-        self._handle = timed_handle
+        self._handle = timed_each if handle == self._handle_each else timed_handle
         self.manager.unwrap_keys(lambda x: x.ev if type(x) is Stamped else x)
 
     # -- called by thread managers -------------------------------------------------------------
