@@ -89,6 +89,12 @@ class LoopStage:
         loop.call_soon_threadsafe(check)
         return drained.wait(max(0.0, deadline - time.monotonic()))
 
+    def discard(self) -> int:
+        """Drop what is still queued, from any thread: the loop tolerates the clear."""
+        dropped = len(self.items)
+        self.items.clear()
+        return dropped
+
     def __len__(self) -> int:
         return len(self.items)
 
@@ -220,13 +226,16 @@ class EventLoop:
                 stage = lq.stage
                 # Pop one by one: other threads may append meanwhile, so list()+clear() could
                 # lose an event. A lone event (the latency-bound case) skips the comprehension.
-                if n == 1:
-                    batch = [items.popleft()]
-                else:
-                    if n > stage.batch:
-                        n = stage.batch
-                    pop = items.popleft
-                    batch = [pop() for _ in range(n)]
+                try:
+                    if n == 1:
+                        batch = [items.popleft()]
+                    else:
+                        if n > stage.batch:
+                            n = stage.batch
+                        pop = items.popleft
+                        batch = [pop() for _ in range(n)]
+                except IndexError:          # discard() emptied it meanwhile: nothing to run
+                    continue
                 self.batches = batches = self.batches + 1
                 cursor.stage = stage
                 # Stage.run inlined: this is the hop between two stages on the loop.

@@ -75,6 +75,13 @@ class FifoQueue:
             self.closing = True
             self._wake(len(self.parked))
 
+    def discard(self) -> int:
+        """Drop every queued event (shutdown past its deadline); returns how many."""
+        with self.lock:
+            dropped = len(self.items)
+            self.items.clear()
+            return dropped
+
     def shrink(self, count: int) -> None:
         with self.lock:
             self.retire += count
@@ -174,6 +181,14 @@ class KeyedQueue(FifoQueue):
     def idle(self) -> bool:
         with self.lock:
             return not self.count and not self.busy
+
+    def discard(self) -> int:
+        with self.lock:
+            dropped, self.count = self.count, 0
+            for q in self.pending.values():       # entries of held keys go when released
+                q.clear()
+            self.ready.clear()
+            return dropped
 
     def _has_work(self) -> bool:
         return bool(self.ready)

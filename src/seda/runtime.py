@@ -21,6 +21,7 @@ from .threads import ThreadPool
 from .timer import Timer
 
 log = logging.getLogger("seda")
+_GRACE = 2.0    # seconds past the stop deadline for handlers to finish the batch in hand
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -172,11 +173,16 @@ class Runtime:
         self._finish(stage, time.monotonic() + timeout)
 
     def _finish(self, stage: Stage, deadline: float) -> None:
-        """Close, drain and destroy one stage (its sink already refuses or is about to)."""
+        """Close, drain and destroy one stage (its sink already refuses or is about to). What
+        is still queued at the deadline is dropped, so no thread outlives ``stop``."""
         stage.sink._close()
         if not stage.manager.stop(deadline):
-            log.warning("stage %r: did not finish its queue in time (%d events left)",
-                        stage.name, len(stage.manager))
+            dropped = stage.manager.discard()
+            log.warning("stage %r: queue not drained by the deadline; dropped %d events",
+                        stage.name, dropped)
+            if not stage.manager.stop(time.monotonic() + _GRACE):
+                log.warning("stage %r: a handler is still running %.0f s after the deadline",
+                            stage.name, _GRACE)
         if not isinstance(stage.manager, ProcessPool):
             try:
                 stage.handler.destroy()

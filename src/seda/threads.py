@@ -73,6 +73,10 @@ class ThreadPool:
             thread.join(max(0.0, deadline - time.monotonic()))
         return not (self.live - {me})
 
+    def discard(self) -> int:
+        """Drop what is still queued; threads exit after the batch in hand."""
+        return self.queue.discard()
+
     # -- observation ---------------------------------------------------------------------------
 
     def __len__(self) -> int:

@@ -168,3 +168,24 @@ def test_a_runtime_that_never_started_releases_its_descriptors():
         runtime.add_stage("r", Recorder())
         runtime.stop()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_stop_drops_what_it_cannot_drain_by_the_deadline(caplog):
+    import time
+
+    class Slow(seda.EventHandler):
+        def handle_event(self, ev):
+            time.sleep(0.01)
+
+    runtime = seda.Runtime()
+    runtime.add_stage("slow", Slow(), batch=1)
+    runtime.add_stage("slow-loop", Slow(), blocking=False, batch=8)
+    runtime.start()
+    runtime.sink("slow").enqueue_many(range(1000))           # ten seconds of work
+    runtime.sink("slow-loop").enqueue_many(range(1000))
+    started = time.monotonic()
+    runtime.stop(timeout=0.3)
+    assert time.monotonic() - started < 2.0
+    assert "'slow': queue not drained by the deadline; dropped" in caplog.text
+    assert "'slow-loop': queue not drained by the deadline; dropped" in caplog.text
+    assert runtime.stats()["slow"]["processed"] < 100
