@@ -92,16 +92,18 @@ class Run:
             if int(t) != second:
                 second = int(t)
                 self._snapshot(second)
-            rates = self.phase_rates(t)
+            rates = {cls: rate for cls, rate in self.phase_rates(t).items() if rate > 0}
+            for cls in [c for c in due if c not in rates]:
+                del due[cls]                    # a class that falls silent starts afresh
+            b = self.bins[second]
             for cls, rate in rates.items():
                 nxt = due.get(cls, t)
-                b = self.bins[second]
-                while nxt <= t and rate > 0:
+                while nxt <= t:
                     ok = sink.enqueue_lossy(Request(cls, start + nxt))
                     counts = b.admitted if ok else b.rejected
                     counts[cls] = counts.get(cls, 0) + 1
                     nxt += rng.expovariate(rate)
-                due[cls] = max(nxt, t) if rate <= 0 else nxt
+                due[cls] = nxt
             time.sleep(0.001)       # the generator's tick: arrivals due within it go together
         return self
 

@@ -10,19 +10,20 @@ from .driver import Controller
 
 class QueueDelay(Controller):
     """CoDel's signal is a *standing* queue: the smallest queueing delay seen over ``interval``
-    stays above ``target``. A burst that drains does not trip it. While it holds, the stage
-    sheds: an arrival is rejected if the queue already holds what the stage can drain within
-    ``target`` at the rate it drained over the last interval. (CoDel's own drop schedule,
-    one drop per interval/sqrt(n), assumes senders that slow down on a drop; an open-loop
-    flood does not, so the queue bound is derived from the measured drain rate instead.)"""
+    stays above ``target``; a burst that drains within the interval does not trip it. Admission
+    follows: normally the queue may hold what the stage drains in one ``interval`` (room for
+    bursts); while a standing queue is seen, only what it drains within ``target``. Drain rates
+    are measured each interval. (CoDel's own drop schedule, one drop per interval/sqrt(n),
+    relies on senders that slow down after a drop; an open-loop flood does not.)"""
 
     def __init__(self, target: float = 0.005, interval: float = 0.1) -> None:
-        if target <= 0 or interval <= 0:
-            raise ValueError("target and interval are seconds > 0")
+        if not 0 < target <= interval:
+            raise ValueError("need 0 < target <= interval (seconds)")
         self.target, self.interval, self.period = target, interval, interval
         self.waits: deque[float] = deque(maxlen=100_000)
         self.shedding = False
-        self.limit = 0.0                   # events the stage drains within ``target``
+        self.rate = 0.0                    # events drained per second over the last interval
+        self.bound = float("inf")          # queue length above which arrivals are refused
         self.min_wait: float | None = None
         self._length: Any = None
         self._last: tuple[float, int] | None = None
@@ -40,16 +41,18 @@ class QueueDelay(Controller):
         processed = self.stage.processed
         last, self._last = self._last, (now, processed)
         if last is not None and now > last[0]:
-            self.limit = (processed - last[1]) / (now - last[0]) * self.target
+            self.rate = (processed - last[1]) / (now - last[0])
         if waits:
             self.min_wait = min(waits)
             self.shedding = self.min_wait > self.target
         elif not self._length():
             self.min_wait, self.shedding = None, False       # idle: no queue at all
+        if last is not None:
+            self.bound = self.rate * (self.target if self.shedding else self.interval)
 
     def accept(self, ev: Any) -> bool:
-        return not self.shedding or self._length() < self.limit
+        return self._length() < self.bound
 
     def state(self) -> dict:
-        return {"shedding": self.shedding, "queue_limit": self.limit,
+        return {"shedding": self.shedding, "queue_bound": self.bound, "drain_rate": self.rate,
                 "min_wait_ms": None if self.min_wait is None else self.min_wait * 1000}
