@@ -152,15 +152,23 @@ class ResponseTimeController(Controller):
         growing = self.wait_for_threads and threads is not None and threads.size < threads.max
         self.admitting = self.enabled and not growing
 
-    def tick(self, now: float) -> None:
+    def _due(self, now: float, gathered: int) -> bool:
+        """The thesis's trigger: ``nreq`` samples gathered, or ``timeout`` since the last run."""
         self._gate()
         if self._last_run is None:
             self._last_run = now
-        if len(self.loop.samples) < self.nreq and now - self._last_run < self.timeout:
-            return
+        if gathered < self.nreq and now - self._last_run < self.timeout:
+            return False
         self._last_run = now
-        idle = self.stage is None or not len(self.stage.sink)
-        if not self.loop.measure(idle) or not self.admitting:
+        return True
+
+    def _idle(self) -> bool:
+        return self.stage is None or not len(self.stage.sink)
+
+    def tick(self, now: float) -> None:
+        if not self._due(now, len(self.loop.samples)):
+            return
+        if not self.loop.measure(self._idle()) or not self.admitting:
             return                                # measure while off, but leave the rate be
         err = self.loop.err
         if err > self.params["err_d"]:
@@ -181,6 +189,7 @@ class MulticlassResponseTimeController(ResponseTimeController):
     once those are all at rate_min, c's own rate is divided by ``adj_d`` every ``lc_thresh``-th
     time. A class missing its target also stops lower classes' rates from rising that round.
     The lowest class, having none below it, is cut at once like a single-class controller.
+    ``p90``, ``rate`` and ``target`` are those of the highest class.
     """
 
     def __init__(self, classify: Callable[[Any], int], targets: Mapping[int, float],
@@ -195,6 +204,7 @@ class MulticlassResponseTimeController(ResponseTimeController):
         self.classes = sorted(targets)                       # lowest priority first
         self.loops = {c: _Loop(targets[c], self.params, depth, clock) for c in self.classes}
         self._lowest = self.loops[self.classes[0]]
+        self.loop = self.loops[self.classes[-1]]
 
     def report(self, seconds: float, cls: int | None = None) -> None:  # type: ignore[override]
         self.loops.get(cls, self._lowest).samples.append(seconds)
@@ -210,14 +220,9 @@ class MulticlassResponseTimeController(ResponseTimeController):
             self.loops.get(self.classify(ev), self._lowest).samples.append(seconds)
 
     def tick(self, now: float) -> None:
-        self._gate()
-        if self._last_run is None:
-            self._last_run = now
-        gathered = sum(len(loop.samples) for loop in self.loops.values())
-        if gathered < self.nreq and now - self._last_run < self.timeout:
+        if not self._due(now, sum(len(loop.samples) for loop in self.loops.values())):
             return
-        self._last_run = now
-        idle = self.stage is None or not len(self.stage.sink)
+        idle = self._idle()
         measured = {c: self.loops[c].measure(idle) for c in self.classes}
         if self.admitting:
             self.step(measured)

@@ -21,3 +21,6 @@ class QueueThreshold:
 
     def accept(self, ev: Any) -> bool:
         return self._length() + self._sink.reserved < self.limit
+
+    def state(self) -> dict:
+        return {"limit": self.limit}
