@@ -33,7 +33,9 @@ class Degradable(Sleeper):
 
 def run(readmit: bool, c: float, target: float) -> Run:
     ctl = ResponseTimeController(target, enabled=False, rate_max=2 * c)
-    degrader = Degrader(ctl, min_quality=0.1, period=0.5, readmit=readmit)
+    # halve quality every 0.25 s: from full to the floor in about a second, before a 20x
+    # open-loop spike has queued more than the lowest quality can drain
+    degrader = Degrader(ctl, min_quality=0.1, decrease=0.5, period=0.25, readmit=readmit)
     phases = [(5.0, {0: 0.5 * c}), (30.0, {0: 20 * c}), (10.0, {0: 0.5 * c})]
     with seda.Runtime() as rt:
         stage = rt.add_stage("bottleneck", Degradable(SERVICE, degrader), batch=1, predicate=ctl)
