@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from random import randrange
 from typing import Any
 
 from .sink import Cursor, thread_cursor
@@ -267,6 +268,11 @@ class EventLoop:
             events = select(timeout)
             self.sleeping = False
             self.busy = True
+            if len(events) > 1:
+                # The kernel reports ready sockets in a fixed order (by descriptor); start at a
+                # random one so none is always served last (thesis 5.6.1).
+                k = randrange(len(events))
+                events = events[k:] + events[:k]
             for key, mask in events:
                 reader, writer = key.data
                 if mask & selectors.EVENT_READ and reader is not None:

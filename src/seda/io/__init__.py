@@ -1,0 +1,19 @@
+"""Asynchronous I/O as stages (thesis 5.6): sockets on the shared event loop, and files."""
+
+from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
+from .sockets import Connection, Listener, SocketLayer
+from .tls import TLSSession
+
+__all__ = [
+    "Closed",
+    "Connected",
+    "Connection",
+    "Failed",
+    "FileSegment",
+    "Listener",
+    "Packet",
+    "Send",
+    "SocketLayer",
+    "TLSSession",
+    "WriteDone",
+]

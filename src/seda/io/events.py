@@ -1,0 +1,82 @@
+"""What the socket layer tells the owner of a connection, as events on the owner's sink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Connected:
+    """A connection was accepted by a listener, or an outgoing connect succeeded."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def __repr__(self) -> str:
+        return f"Connected({self.conn!r})"
+
+
+class Packet:
+    """Bytes received on a connection (at most one read's worth)."""
+
+    __slots__ = ("conn", "data")
+
+    def __init__(self, conn: Any, data: bytes) -> None:
+        self.conn, self.data = conn, data
+
+    def __repr__(self) -> str:
+        return f"Packet({self.conn!r}, {len(self.data)} bytes)"
+
+
+class WriteDone:
+    """Everything up to and including a ``Send`` item was handed to the kernel."""
+
+    __slots__ = ("conn", "tag")
+
+    def __init__(self, conn: Any, tag: Any) -> None:
+        self.conn, self.tag = conn, tag
+
+
+class Closed:
+    """The connection is closed: by the peer, by us, or on an error (``error`` is then set)."""
+
+    __slots__ = ("conn", "error")
+
+    def __init__(self, conn: Any, error: BaseException | None = None) -> None:
+        self.conn, self.error = conn, error
+
+    def __repr__(self) -> str:
+        return f"Closed({self.conn!r}, {self.error!r})"
+
+
+class Failed:
+    """An outgoing connection (or a TLS handshake) could not be established."""
+
+    __slots__ = ("conn", "error")
+
+    def __init__(self, conn: Any, error: BaseException) -> None:
+        self.conn, self.error = conn, error
+
+    def __repr__(self) -> str:
+        return f"Failed({self.conn!r}, {self.error!r})"
+
+
+class Send:
+    """Outgoing data whose transmission should be confirmed with a ``WriteDone(conn, tag)``
+    event on ``done``."""
+
+    __slots__ = ("data", "done", "tag")
+
+    def __init__(self, data: bytes | memoryview, done: Any, tag: Any = None) -> None:
+        self.data, self.done, self.tag = data, done, tag
+
+
+class FileSegment:
+    """``count`` bytes of an open file from ``offset``, sent with ``os.sendfile`` (no copy
+    through Python). The caller keeps the file open until the connection has sent it."""
+
+    __slots__ = ("count", "fd", "offset")
+
+    def __init__(self, fd: int, offset: int, count: int) -> None:
+        self.fd, self.offset, self.count = fd, offset, count

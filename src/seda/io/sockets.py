@@ -1,0 +1,565 @@
+"""Asynchronous sockets (thesis 5.6.1, Fig. 33): listen, read and write stages on the shared loop.
+
+The owner of a connection names a sink; ``Connected``, ``Packet``, ``WriteDone``, ``Closed`` and
+``Failed`` events arrive there. A ``Connection`` is itself a sink for outgoing data. Everything
+that touches a socket runs on the event-loop thread, so there are no locks here: other threads
+reach a connection through the write stage's queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import socket
+import ssl
+import threading
+from collections import deque
+from typing import Any
+
+from ..sink import RejectedError, SinkError, StageClosedError
+from ..stage import EventHandler
+from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
+from .tls import TLSSession
+
+log = logging.getLogger("seda")
+
+READ_SIZE = 65536            # one recv per readiness, at most this much
+SEND_SIZE = 262144           # chunks are sent once they add up to this much
+ACCEPT_BATCH = 256           # connections accepted per readiness; more wait for the next round
+MAX_PENDING = 4 * 2**20      # default per-connection outgoing threshold, bytes (thesis 6.2.2)
+EMFILE_PAUSE = 0.1           # seconds a listener rests after running out of descriptors
+
+_CLOSE = object()            # queued by Connection.close(): close once what is before it is sent
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _size(item: Any) -> int:
+    if isinstance(item, _BYTES):
+        return len(item)
+    if isinstance(item, Send):
+        return len(item.data)
+    if isinstance(item, FileSegment):
+        return item.count
+    raise TypeError(f"a connection sends bytes, memoryview, Send or FileSegment, not {item!r}")
+
+
+class Connection:
+    """One TCP connection; ``enqueue`` data to send it. Safe to use from any thread."""
+
+    __slots__ = (
+        "_buffer", "_completions", "_layer", "_writing", "closed", "closing", "connected", "data",
+        "fd", "max_pending", "out", "overflow", "owner", "peer", "pending", "scheduled", "sock",
+        "tls",
+    )
+
+    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
+                 max_pending: int = MAX_PENDING, overflow: str = "reject") -> None:
+        if overflow not in ("reject", "close"):
+            raise ValueError(f"overflow is 'reject' or 'close', not {overflow!r}")
+        self._layer = layer
+        self.sock, self.fd, self.owner, self.peer = sock, sock.fileno(), owner, peer
+        self.out: deque = deque()          # items waiting for the write stage
+        self.scheduled = False             # queued at the write stage
+        self.pending = 0                   # bytes in ``out``
+        self.max_pending, self.overflow = max_pending, overflow
+        self.closing = False               # close() called: no more enqueues
+        self.closed = False
+        self.connected = False
+        self.tls: TLSSession | None = None
+        self.data: Any = None              # for the owner: per-connection state of its own
+        self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
+        self._writing = False              # watching for writability
+        self._completions: list = []       # (sink, tag) of Send items taken, not yet confirmed
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.peer!r}{' closed' if self.closed else ''}>"
+
+    # -- the sink side, any thread -----------------------------------------------------------
+
+    def enqueue(self, item: Any) -> None:
+        """Send ``item`` (bytes, memoryview, ``Send`` or ``FileSegment``) after what is queued.
+        Past ``max_pending`` queued bytes the enqueue is refused (``overflow="reject"``,
+        RejectedError) or the connection dropped (``overflow="close"``, StageClosedError)."""
+        if self.closing:
+            raise StageClosedError(f"{self!r} is closed")
+        size = _size(item)
+        if self.pending + size > self.max_pending:
+            self._overflow()
+        self.pending += size
+        self.out.append(item)
+        if not self.scheduled:
+            self.scheduled = True
+            self._layer.write_put(self)
+
+    def enqueue_many(self, items: Any) -> None:
+        """All of ``items`` or none of them."""
+        items = list(items)
+        if self.closing:
+            raise StageClosedError(f"{self!r} is closed")
+        if self.pending + sum(map(_size, items)) > self.max_pending:
+            self._overflow()
+        for item in items:
+            self.enqueue(item)
+
+    def _overflow(self) -> None:
+        if self.overflow == "close":
+            self.abort(RejectedError("peer too slow: outgoing queue over its threshold"))
+            raise StageClosedError(f"{self!r} closed: outgoing queue over its threshold")
+        raise RejectedError(f"{self!r}: outgoing queue over its threshold")
+
+    def enqueue_lossy(self, item: Any) -> bool:
+        try:
+            self.enqueue(item)
+        except SinkError:
+            return False
+        return True
+
+    def __len__(self) -> int:
+        return len(self.out)
+
+    def close(self) -> None:
+        """Close once everything enqueued so far has been sent."""
+        if not self.closing:
+            self.closing = True
+            self.out.append(_CLOSE)
+            if not self.scheduled:
+                self.scheduled = True
+                self._layer.write_put(self)
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Close now, dropping whatever is still queued."""
+        self.closing = True
+        self._layer.call(self._teardown, error)
+
+    # -- read stage, loop thread ---------------------------------------------------------------
+
+    def _receive(self) -> None:
+        if self.closed:
+            return
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._teardown(exc)
+            return
+        if not data:
+            self._teardown()
+            return
+        if self.tls is not None:
+            try:
+                data = self._tls_receive(data)
+            except (OSError, ssl.SSLError) as exc:
+                self._teardown(exc)
+                return
+            if not data:
+                return
+        try:
+            self.owner.enqueue(Packet(self, data))
+        except SinkError as exc:           # the owner sheds load: this connection goes
+            self._teardown(exc)
+
+    def _tls_receive(self, data: bytes) -> bytes:
+        """Decrypt; during the handshake, answer it and announce the connection when done."""
+        tls = self.tls
+        was_connected = tls.handshaken
+        plain = tls.receive(data)
+        if tls.outgoing():
+            self._schedule()
+        if tls.handshaken and not was_connected and not self.connected:
+            self.connected = True
+            self._schedule()                # data enqueued meanwhile can go now
+            self.owner.enqueue(Connected(self))
+        return plain
+
+    # -- write stage, loop thread --------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if not self.scheduled:
+            self.scheduled = True
+            self._layer.write_put(self)
+
+    def _flush(self) -> None:
+        """Hand queued data to the kernel: one send for everything queued where possible."""
+        self.scheduled = False
+        if self.closed:
+            return
+        try:
+            if self._buffer is not None and not self._send_buffer():
+                return                      # the socket still cannot take what it had
+            if self.tls is not None and self.tls.outgoing() and not self._send([b""]):
+                return                      # handshake or alert bytes still on their way
+            if not self.connected:
+                return
+            out, chunks, size = self.out, [], 0
+            while out:
+                item = out.popleft()
+                if item is _CLOSE:
+                    if chunks and not self._send(chunks):
+                        out.appendleft(item)
+                        return
+                    self._confirm()
+                    self._teardown()
+                    return
+                if isinstance(item, FileSegment):
+                    if chunks and not self._send(chunks):
+                        out.appendleft(item)
+                        return
+                    chunks, size = [], 0
+                    if self.tls is not None:             # no sendfile through TLS
+                        item = self._read_piece(item)
+                    else:
+                        self.pending -= item.count
+                        self._buffer = FileSegment(item.fd, item.offset, item.count)
+                        if not self._send_buffer():
+                            return
+                        continue
+                if isinstance(item, Send):
+                    self._completions.append((item.done, item.tag))
+                    item = item.data
+                self.pending -= len(item)
+                chunks.append(item)
+                size += len(item)
+                if size >= SEND_SIZE:
+                    if not self._send(chunks):
+                        return
+                    chunks, size = [], 0
+            if chunks and not self._send(chunks):
+                return
+            self._confirm()
+        except OSError as exc:
+            self._teardown(exc)
+
+    def _read_piece(self, seg: FileSegment) -> bytes:
+        """The next piece of a file segment, leaving the rest at the head of the queue."""
+        piece = os.pread(seg.fd, min(seg.count, READ_SIZE), seg.offset)
+        if not piece:
+            raise OSError(errno.EIO, "file ended before the segment did")
+        if len(piece) < seg.count:          # the rest stays queued, and counted in ``pending``
+            self.out.appendleft(FileSegment(seg.fd, seg.offset + len(piece),
+                                            seg.count - len(piece)))
+        return piece
+
+    def _send(self, chunks: list) -> bool:
+        """Send joined chunks; True if all went, else the rest waits for writability."""
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if self.tls is not None:
+            data = self.tls.send(data)
+        try:
+            n = self.sock.send(data) if data else 0
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        if n < len(data):
+            self._buffer = memoryview(data)[n:]
+            self._watch_writes(True)
+            return False
+        return True
+
+    def _send_buffer(self) -> bool:
+        """Continue a partial send; True once nothing is left over."""
+        buf = self._buffer
+        try:
+            if isinstance(buf, FileSegment):
+                while buf.count:
+                    n = os.sendfile(self.fd, buf.fd, buf.offset, buf.count)
+                    if n == 0:
+                        raise OSError(errno.EIO, "file ended before the segment did")
+                    buf.offset += n
+                    buf.count -= n
+            else:
+                n = self.sock.send(buf)
+                if n < len(buf):
+                    self._buffer = buf[n:]
+                    self._watch_writes(True)
+                    return False
+        except (BlockingIOError, InterruptedError):
+            self._watch_writes(True)
+            return False
+        self._buffer = None
+        self._watch_writes(False)
+        return True
+
+    def _confirm(self) -> None:
+        """Everything taken so far is in the kernel: confirm the Send items among it."""
+        if self._completions:
+            done, self._completions = self._completions, []
+            for sink, tag in done:
+                sink.enqueue_lossy(WriteDone(self, tag))
+
+    def _watch_writes(self, on: bool) -> None:
+        if on != self._writing:
+            self._writing = on
+            if on:
+                self._layer.loop.add_writer(self.fd, self._schedule)
+            else:
+                self._layer.loop.remove_writer(self.fd)
+
+    def _teardown(self, error: BaseException | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = self.closing = True
+        self._layer.forget(self)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.out.clear()
+        self._buffer = None
+        event = Closed(self, error) if self.connected else Failed(self, error or ConnectionError())
+        self.owner.enqueue_lossy(event)
+
+
+class Listener:
+    """A listening socket; its connections' events go to ``owner``."""
+
+    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any,
+                 options: dict) -> None:
+        self._layer, self.sock, self.owner, self.options = layer, sock, owner, options
+        self.address = sock.getsockname()
+        self.accepted = 0
+        self.emfile = 0                    # times the process ran out of descriptors
+        self.closed = False
+
+    def close(self) -> None:
+        """Stop accepting; connections already accepted stay."""
+        self.closed = True
+        self._layer.call(self._layer.stop_listening, self)
+
+    def __repr__(self) -> str:
+        return f"<Listener {self.address!r}>"
+
+
+class _ReadStage(EventHandler):
+    """Events: connections the selector found readable."""
+
+    def handle_events(self, conns: list) -> None:
+        for conn in conns:
+            conn._receive()
+
+
+class _WriteStage(EventHandler):
+    """Events: connections with something to send."""
+
+    def handle_events(self, conns: list) -> None:
+        for conn in conns:
+            conn._flush()
+
+
+class _Resume:
+    """Listen-stage event: watch a listener again after an EMFILE pause."""
+
+    __slots__ = ("listener",)
+
+    def __init__(self, listener: Listener) -> None:
+        self.listener = listener
+
+
+class _ListenStage(EventHandler):
+    """Events: listeners the selector found readable (connections to accept), and resumes."""
+
+    def __init__(self, layer: SocketLayer) -> None:
+        self.layer = layer
+
+    def handle_events(self, events: list) -> None:
+        for ev in events:
+            if type(ev) is _Resume:
+                self.layer._watch_listener(ev.listener)
+            else:
+                self.layer.accept(ev)
+
+    def destroy(self) -> None:
+        self.layer.shutdown()
+
+
+class SocketLayer:
+    """The asynchronous socket layer of one runtime: three stages on its event loop.
+    ``SocketLayer.of(rt)`` returns the runtime's layer, creating it on first use."""
+
+    READ, WRITE, LISTEN = "seda.io.read", "seda.io.write", "seda.io.listen"
+
+    @classmethod
+    def of(cls, rt: Any) -> SocketLayer:
+        try:
+            return rt.stage(cls.LISTEN).handler.layer
+        except KeyError:
+            return cls(rt)
+
+    def __init__(self, rt: Any) -> None:
+        self.rt, self.loop = rt, rt.loop
+        stage = rt.add_stage
+        self.read_put = stage(self.READ, _ReadStage(), blocking=False, batch=256).sink.enqueue
+        self.write_put = stage(self.WRITE, _WriteStage(), blocking=False, batch=256).sink.enqueue
+        self.listen_sink = rt.add_stage(self.LISTEN, _ListenStage(self), blocking=False).sink
+        self._spare: int | None = os.open(os.devnull, os.O_RDONLY)   # for EMFILE, see accept
+        self.connections: set[Connection] = set()
+        self.listeners: set[Listener] = set()
+
+    def call(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` on the loop thread: now if this is it, else soon."""
+        if self.loop.in_loop_thread() or not self.loop.running():
+            fn(*args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    # -- listening -------------------------------------------------------------------------------
+
+    def listen(self, address: tuple, owner: Any, *, backlog: int = 1024,
+               ssl_context: ssl.SSLContext | None = None, reuse_port: bool = False,
+               max_pending: int = MAX_PENDING, overflow: str = "reject",
+               sock: socket.socket | None = None) -> Listener:
+        """Listen on ``address`` (or on an already bound ``sock``); ``Connected`` events for new
+        connections, then their packets and closes, go to ``owner``."""
+        if sock is None:
+            family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            try:
+                sock.bind(address)
+            except OSError:
+                sock.close()
+                raise
+        sock.listen(backlog)
+        sock.setblocking(False)
+        options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow}
+        listener = Listener(self, sock, owner, options)
+        self.listeners.add(listener)
+        self.call(self._watch_listener, listener)
+        return listener
+
+    def _watch_listener(self, listener: Listener) -> None:
+        if not listener.closed:
+            put = self.listen_sink.enqueue
+            self.loop.add_reader(listener.sock.fileno(), lambda: put(listener))
+
+    def stop_listening(self, listener: Listener) -> None:
+        self.listeners.discard(listener)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.loop.remove_reader(listener.sock.fileno())
+        listener.sock.close()
+
+    def shutdown(self) -> None:
+        """The runtime is stopping: close every listener and connection, on the loop thread."""
+        def close_all() -> None:
+            for listener in list(self.listeners):
+                listener.closed = True
+                self.stop_listening(listener)
+            for conn in list(self.connections):
+                conn._teardown()
+            if self._spare is not None:
+                os.close(self._spare)
+                self._spare = None
+            done.set()
+
+        done = threading.Event()
+        self.call(close_all)
+        done.wait(1.0)
+
+    def accept(self, listener: Listener) -> None:
+        """Drain the accept backlog (up to ACCEPT_BATCH); never stall, never spin."""
+        if listener.closed:
+            return
+        for _ in range(ACCEPT_BATCH):
+            try:
+                sock, peer = listener.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    self._out_of_descriptors(listener)
+                    return
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue
+                if listener.closed or exc.errno == errno.EBADF:
+                    return
+                log.error("listener %r: accept failed: %s", listener, exc)
+                return
+            listener.accepted += 1
+            self._adopt(sock, peer, listener.owner, listener.options, server_side=True)
+
+    def _out_of_descriptors(self, listener: Listener) -> None:
+        """EMFILE: accept the waiting connection with the spare descriptor and close it at once
+        (the client sees a close, not a hang), then rest the listener briefly so the loop does
+        not spin on a backlog it cannot take."""
+        listener.emfile += 1
+        if self._spare is not None:
+            os.close(self._spare)
+            self._spare = None
+            with contextlib.suppress(OSError):
+                listener.sock.accept()[0].close()
+            with contextlib.suppress(OSError):
+                self._spare = os.open(os.devnull, os.O_RDONLY)
+        with contextlib.suppress(KeyError, ValueError):
+            self.loop.remove_reader(listener.sock.fileno())
+        self.rt.timer.schedule(EMFILE_PAUSE, self.listen_sink, _Resume(listener))
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def connect(self, address: tuple, owner: Any, *, ssl_context: ssl.SSLContext | None = None,
+                server_hostname: str | None = None, max_pending: int = MAX_PENDING,
+                overflow: str = "reject") -> Connection:
+        """Connect to ``address``; ``Connected`` or ``Failed`` arrives at ``owner``. Data may be
+        enqueued on the returned connection at once; it goes out once connected."""
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow,
+                   "server_hostname": server_hostname}
+        conn = Connection(self, sock, owner, address, max_pending, overflow)
+        self.call(self._start_connect, conn, address, options)
+        return conn
+
+    def _start_connect(self, conn: Connection, address: tuple, options: dict) -> None:
+        code = conn.sock.connect_ex(address)
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            conn._teardown(OSError(code, os.strerror(code)))
+            return
+        self.connections.add(conn)
+
+        def writable() -> None:
+            self.loop.remove_writer(conn.fd)
+            code = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                conn._teardown(OSError(code, os.strerror(code)))
+            else:
+                self._established(conn, options, server_side=False)
+
+        self.loop.add_writer(conn.fd, writable)
+
+    def _adopt(self, sock: socket.socket, peer: Any, owner: Any, options: dict,
+               server_side: bool) -> None:
+        sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = Connection(self, sock, owner, peer, options["max_pending"], options["overflow"])
+        self.connections.add(conn)
+        self._established(conn, options, server_side)
+
+    def _established(self, conn: Connection, options: dict, server_side: bool) -> None:
+        """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
+        put = self.read_put
+        self.loop.add_reader(conn.fd, lambda: put(conn))
+        if options.get("ssl") is not None:
+            conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))
+            if not server_side:
+                conn.tls.start()
+                conn._schedule()            # send the ClientHello
+            return
+        conn.connected = True
+        try:
+            conn.owner.enqueue(Connected(conn))
+        except SinkError as exc:
+            conn._teardown(exc)
+            return
+        if conn.out:
+            conn._schedule()
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.loop.remove_reader(conn.fd)
+        if conn._writing:
+            conn._writing = False
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.loop.remove_writer(conn.fd)
