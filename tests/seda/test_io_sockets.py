@@ -1,0 +1,261 @@
+"""The socket layer against real sockets on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import seda
+from seda.io import Closed, Connected, Failed, FileSegment, Packet, Send, SocketLayer, WriteDone
+
+import certs
+from conftest import WAIT, Recorder
+
+
+class Echo(seda.EventHandler):
+    """Sends every packet back upper-cased; remembers what else it saw."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+        self.closed = threading.Event()
+
+    def handle_event(self, ev):
+        if type(ev) is Packet:
+            ev.conn.enqueue(ev.data.upper())
+        else:
+            self.events.append(ev)
+            if type(ev) in (Closed, Failed):
+                self.closed.set()
+
+
+@pytest.fixture
+def echo(rt):
+    handler = Echo()
+    rt.add_stage("echo", handler, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("echo"))
+    rt.start()
+    return handler, listener
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(min(65536, n - len(data)))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_many_clients_each_get_their_own_bytes_back_in_order(echo):
+    _, listener = echo
+    clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(20)]
+    try:
+        for round_ in range(5):
+            for i, c in enumerate(clients):
+                c.sendall(f"c{i}r{round_};".encode())
+            for i, c in enumerate(clients):
+                want = f"C{i}R{round_};".encode()
+                assert recv_exactly(c, len(want)) == want
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_large_replies_survive_partial_sends(echo):
+    _, listener = echo
+    with socket.create_connection(listener.address, timeout=WAIT) as c:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # force the server to wait
+        payload = os.urandom(2**20).hex().encode()[: 2**20]
+        sender = threading.Thread(target=c.sendall, args=(payload,))
+        sender.start()
+        got = recv_exactly(c, len(payload))
+        sender.join()
+        assert got == payload.upper()
+
+
+def test_connected_and_closed_events_and_server_side_close(rt):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    c = socket.create_connection(listener.address, timeout=WAIT)
+    conn = seen.wait(1)[0].conn
+    assert isinstance(seen.events[0], Connected) and conn.peer == c.getsockname()
+    conn.enqueue(b"bye")
+    conn.close()                                     # after what is queued
+    assert recv_exactly(c, 10) == b"bye"             # then EOF
+    assert isinstance(seen.wait(2)[1], Closed) and seen.events[1].error is None
+    c.close()
+    with pytest.raises(seda.StageClosedError):
+        conn.enqueue(b"late")
+
+
+def test_peer_close_is_reported(echo):
+    handler, listener = echo
+    socket.create_connection(listener.address, timeout=WAIT).close()
+    assert handler.closed.wait(WAIT)
+    assert [type(e) for e in handler.events] == [Connected, Closed]
+
+
+def test_file_segments_go_out_with_sendfile_and_writes_are_confirmed(rt, tmp_path):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    body = os.urandom(1_000_000)
+    (tmp_path / "f").write_bytes(body)
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            conn = seen.wait(1)[0].conn
+            conn.enqueue_many([b"head:", FileSegment(fd, 10, len(body) - 10),
+                               Send(b":tail", rt.sink("owner"), tag="sent")])
+            assert recv_exactly(c, 5 + len(body) - 10 + 5) == b"head:" + body[10:] + b":tail"
+            done = seen.wait(2)[1]
+            assert isinstance(done, WriteDone) and done.tag == "sent" and done.conn is conn
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("overflow, error", [("reject", seda.RejectedError),
+                                             ("close", seda.StageClosedError)])
+def test_a_slow_peer_cannot_make_memory_grow(rt, overflow, error):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"),
+                                         max_pending=2**20, overflow=overflow)
+    rt.start()
+    with socket.create_connection(listener.address, timeout=WAIT) as c:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        conn = seen.wait(1)[0].conn
+        chunk = b"x" * 65536
+        with pytest.raises(error):
+            for _ in range(10_000):                     # 640 MB if nothing stopped it
+                conn.enqueue(chunk)
+        assert conn.pending <= 2**20
+        if overflow == "close":
+            assert isinstance(seen.wait(2)[1], Closed)
+
+
+def test_outgoing_connections(rt):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    rt.add_stage("echo", Echo(), blocking=False)
+    layer = SocketLayer.of(rt)
+    listener = layer.listen(("127.0.0.1", 0), rt.sink("echo"))
+    rt.start()
+    conn = layer.connect(listener.address, rt.sink("owner"))
+    conn.enqueue(b"queued before connecting")
+    events = seen.wait(2)
+    assert isinstance(events[0], Connected)
+    assert events[1].data == b"QUEUED BEFORE CONNECTING"
+
+    with socket.socket() as probe:                      # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()
+    layer.connect(dead, rt.sink("owner"))
+    failed = seen.wait(3)[2]
+    assert isinstance(failed, Failed) and isinstance(failed.error, ConnectionRefusedError)
+
+
+def test_tls_both_ways(rt, tmp_path):
+    server_ctx, client_ctx = certs.contexts(tmp_path)
+    handler = Echo()
+    rt.add_stage("echo", handler, blocking=False)
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    layer = SocketLayer.of(rt)
+    listener = layer.listen(("127.0.0.1", 0), rt.sink("echo"), ssl_context=server_ctx)
+    rt.start()
+    raw = socket.create_connection(listener.address, timeout=WAIT)
+    with client_ctx.wrap_socket(raw, server_hostname="localhost") as c:   # a blocking client
+        c.sendall(b"secret")
+        assert recv_exactly(c, 6) == b"SECRET"
+        big = b"y" * 300_000
+        threading.Thread(target=c.sendall, args=(big,)).start()
+        assert recv_exactly(c, len(big)) == big.upper()
+    conn = layer.connect(listener.address, rt.sink("owner"), ssl_context=client_ctx,
+                         server_hostname="localhost")                     # our own client
+    conn.enqueue(b"over tls")
+    events = seen.wait(2)
+    assert isinstance(events[0], Connected) and events[1].data == b"OVER TLS"
+
+
+def test_a_failed_tls_handshake_closes_the_connection(rt, tmp_path):
+    server_ctx, _ = certs.contexts(tmp_path)
+    handler = Echo()
+    rt.add_stage("echo", handler, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("echo"),
+                                         ssl_context=server_ctx)
+    rt.start()
+    with socket.create_connection(listener.address, timeout=WAIT) as c:
+        c.sendall(b"GET / HTTP/1.1\r\n\r\n")          # plaintext to a TLS port
+        assert handler.closed.wait(WAIT)
+        assert c.recv(100) == b""                      # closed on us, nothing decrypted
+    assert isinstance(handler.events[-1], Failed)
+    assert isinstance(handler.events[-1].error, ssl.SSLError)
+
+
+def test_stop_closes_listeners_and_connections(echo, rt):
+    _, listener = echo
+    c = socket.create_connection(listener.address, timeout=WAIT)
+    c.sendall(b"a")
+    assert recv_exactly(c, 1) == b"A"
+    rt.stop()
+    assert c.recv(10) == b""                          # the server side is gone
+    c.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(listener.address, timeout=WAIT)
+
+
+SERVER = textwrap.dedent("""
+    import resource, sys, seda
+    from seda.io import SocketLayer, Packet
+    resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    class Echo(seda.EventHandler):
+        def handle_event(self, ev):
+            if type(ev) is Packet:
+                reply = str(self.listener.emfile).encode() if ev.data == b"?" else ev.data
+                ev.conn.enqueue(reply)
+    echo = Echo()
+    with seda.Runtime() as rt:
+        rt.add_stage("echo", echo, blocking=False)
+        echo.listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("echo"))
+        print(echo.listener.address[1], flush=True)
+        sys.stdin.read()                       # until the test closes our stdin
+""")
+
+
+def test_running_out_of_descriptors_does_not_stall_the_listener():
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    clients = []
+    try:
+        port = int(server.stdout.readline())
+        first = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        first.sendall(b"a")
+        assert first.recv(1) == b"a"
+        for _ in range(80):                    # more than the server's 48 descriptors
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=WAIT))
+        first.sendall(b"b")                    # still served while the backlog is refused
+        assert first.recv(1) == b"b"
+        for c in clients:
+            c.close()
+        late = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        late.sendall(b"?")
+        assert int(late.recv(10)) >= 1         # it did run out, and it recovered
+        late.close()
+        first.close()
+    finally:
+        for c in clients:
+            c.close()
+        server.stdin.close()
+        server.wait(timeout=WAIT)
