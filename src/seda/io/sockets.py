@@ -49,7 +49,8 @@ class Connection:
     """One TCP connection; ``enqueue`` data to send it. Safe to use from any thread."""
 
     __slots__ = (
-        "_buffer", "_completions", "_layer", "_writing", "closed", "closing", "connected", "data",
+        "_buffer", "_completions", "_layer", "_reader", "_writing", "closed", "closing",
+        "connected", "data",
         "fd", "max_pending", "out", "overflow", "owner", "peer", "pending", "scheduled", "sock",
         "tls",
     )
@@ -71,6 +72,7 @@ class Connection:
         self.data: Any = None              # for the owner: per-connection state of its own
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
         self._writing = False              # watching for writability
+        self._reader: Any = None           # the selector callback that queues us for reading
         self._completions: list = []       # (sink, tag) of Send items taken, not yet confirmed
 
     def __repr__(self) -> str:
@@ -134,6 +136,15 @@ class Connection:
         self._layer.call(self._teardown, error)
 
     # -- read stage, loop thread ---------------------------------------------------------------
+
+    def pause_reading(self) -> None:
+        """Stop reading until ``resume_reading`` (loop thread): the owner is behind."""
+        if not self.closed and self._reader is not None:
+            self._layer.loop.remove_reader(self.fd)
+
+    def resume_reading(self) -> None:
+        if not self.closed and self._reader is not None:
+            self._layer.loop.add_reader(self.fd, self._reader)
 
     def _receive(self) -> None:
         if self.closed:
@@ -539,7 +550,8 @@ class SocketLayer:
     def _established(self, conn: Connection, options: dict, server_side: bool) -> None:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
         put = self.read_put
-        self.loop.add_reader(conn.fd, lambda: put(conn))
+        conn._reader = lambda: put(conn)
+        self.loop.add_reader(conn.fd, conn._reader)
         if options.get("ssl") is not None:
             conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))
             if not server_side:

@@ -1,0 +1,19 @@
+"""HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses."""
+
+from . import response as responses
+from .request import HttpRequest
+from .response import FileBody, Response, date_line, status_line
+from .server import HttpConnection, HttpServer, Limits, serve
+
+__all__ = [
+    "FileBody",
+    "HttpConnection",
+    "HttpRequest",
+    "HttpServer",
+    "Limits",
+    "Response",
+    "date_line",
+    "responses",
+    "serve",
+    "status_line",
+]

@@ -1,0 +1,35 @@
+"""The event an HTTP server stage emits for each request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HttpRequest:
+    """One parsed request. ``headers`` keeps the raw (name, value) byte pairs in arrival order;
+    ``header(name)`` finds one case-insensitively. ``respond(response)`` may be called from any
+    thread; responses go out in request order even when answered out of order."""
+
+    __slots__ = ("body", "connection", "headers", "keep_alive", "method", "path", "query", "seq",
+                 "target", "version")
+
+    def __init__(self, method: str, target: str, path: str, query: str,
+                 headers: list[tuple[bytes, bytes]], body: bytes, version: str,
+                 connection: Any, seq: int, keep_alive: bool) -> None:
+        self.method, self.target, self.path, self.query = method, target, path, query
+        self.headers, self.body, self.version = headers, body, version
+        self.connection, self.seq, self.keep_alive = connection, seq, keep_alive
+
+    def __repr__(self) -> str:
+        return f"<HttpRequest {self.method} {self.target} HTTP/{self.version}>"
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (any case), decoded as latin-1; None if absent."""
+        key = name.lower().encode("latin-1")
+        for k, v in self.headers:
+            if k.lower() == key:
+                return v.decode("latin-1")
+        return None
+
+    def respond(self, response: Any) -> None:
+        self.connection.respond(self, response)

@@ -1,0 +1,223 @@
+"""HTTP responses: built once into bytes, with a Date header cached per second.
+
+A ``Response`` is what a handler gives back; ``encode`` turns it into what the connection sends:
+one ``bytes`` for the head (and the body, when it is bytes), a ``FileSegment`` for a file, or a
+stream of chunks for an iterable of unknown length.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from email.utils import formatdate
+from http import HTTPStatus
+from typing import Any
+
+from ..io.events import FileSegment
+
+_STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
+_NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
+
+_date_second = 0
+_date_line = b""
+
+
+def date_line() -> bytes:
+    """``Date: ...\\r\\n`` for this second, formatted once a second."""
+    global _date_second, _date_line
+    now = int(time.time())
+    if now != _date_second:
+        _date_line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
+        _date_second = now
+    return _date_line
+
+
+def status_line(status: int, version: bytes = b"HTTP/1.1") -> bytes:
+    reason = _STATUS.get(status)
+    if reason is None:
+        if not 100 <= status <= 999:
+            raise ValueError(f"{status} is not an HTTP status code")
+        reason = f"{status} Unknown".encode()
+    return version + b" " + reason + b"\r\n"
+
+
+def _header_bytes(headers: Iterable[tuple[str, str]]) -> bytes:
+    out = []
+    for name, value in headers:
+        if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
+            raise ValueError(f"header {name!r} contains a line break")
+        out.append(f"{name}: {value}\r\n".encode("latin-1"))
+    return b"".join(out)
+
+
+class Response:
+    """Status, headers and a body: ``bytes``, a ``FileBody`` or an iterable of bytes.
+
+    Content-Length is added for bytes and files; an iterable body is sent chunked (HTTP/1.1) or
+    delimited by closing the connection (HTTP/1.0) unless a Content-Length header is given.
+    """
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int = 200, body: Any = b"",
+                 headers: list[tuple[str, str]] | None = None,
+                 content_type: str | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.headers = list(headers or ())
+        if content_type is not None:
+            self.headers.append(("content-type", content_type))
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status}>"
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
+        """What to enqueue on the connection, and whether it may stay open afterwards."""
+        status, body = self.status, self.body
+        lines = [status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1"), date_line()]
+        has_length = any(k.lower() == "content-length" for k, _ in self.headers)
+        chunked = False
+        if status in _NO_BODY:
+            body = b""
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            if not has_length:
+                lines.append(b"content-length: %d\r\n" % len(body))
+        elif isinstance(body, FileBody):
+            if not has_length:
+                lines.append(b"content-length: %d\r\n" % body.count)
+        elif not has_length:
+            if http10:
+                keep_alive = False
+            else:
+                chunked = True
+                lines.append(b"transfer-encoding: chunked\r\n")
+        if http10 and keep_alive:
+            lines.append(b"connection: keep-alive\r\n")
+        elif not keep_alive:
+            lines.append(b"connection: close\r\n")
+        lines.append(_header_bytes(self.headers))
+        lines.append(b"\r\n")
+        if head_only or status in _NO_BODY:
+            return [b"".join(lines)], keep_alive
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            lines.append(body)
+            return [b"".join(lines)], keep_alive
+        if isinstance(body, FileBody):
+            return [b"".join(lines), FileSegment(body.fd, body.offset, body.count)], keep_alive
+        return [b"".join(lines), _Chunks(body, chunked)], keep_alive
+
+
+class FileBody:
+    """``count`` bytes of an open file from ``offset``, sent with sendfile. The file must stay
+    open until the response is sent (a page cache keeps its files open)."""
+
+    __slots__ = ("count", "fd", "offset")
+
+    def __init__(self, fd: int, offset: int, count: int) -> None:
+        self.fd, self.offset, self.count = fd, offset, count
+
+
+class _Chunks:
+    """An iterable body on its way out: the HTTP connection pulls it piece by piece."""
+
+    __slots__ = ("chunked", "iterator", "source")
+
+    def __init__(self, source: Iterable[bytes], chunked: bool) -> None:
+        self.source, self.iterator, self.chunked = source, iter(source), chunked
+
+    def frame(self, piece: bytes) -> bytes:
+        if not self.chunked:
+            return piece
+        return b"%x\r\n%s\r\n" % (len(piece), piece) if piece else b""
+
+    def end(self) -> bytes:
+        return b"0\r\n\r\n" if self.chunked else b""
+
+
+# -- helpers for the statuses a server needs ----------------------------------------------------
+
+def _text(status: int, text: str | None = None, headers: list | None = None) -> Response:
+    body = (text if text is not None else HTTPStatus(status).phrase).encode() + b"\n"
+    return Response(status, body, headers, "text/plain; charset=utf-8")
+
+
+def ok(body: bytes = b"", content_type: str = "text/plain; charset=utf-8",
+       headers: list | None = None) -> Response:
+    return Response(200, body, headers, content_type)
+
+
+def redirect(location: str, permanent: bool = False, keep_method: bool = False) -> Response:
+    """301/302, or 308/307 when the method must be kept (``keep_method``)."""
+    status = (308 if permanent else 307) if keep_method else (301 if permanent else 302)
+    return _text(status, f"See {location}", [("location", location)])
+
+
+def not_modified(headers: list | None = None) -> Response:
+    return Response(304, b"", headers)
+
+
+def partial_content(body: Any, start: int, end: int, total: int,
+                    content_type: str | None = None, headers: list | None = None) -> Response:
+    """206 for the inclusive byte range ``start``-``end`` of ``total``."""
+    return Response(206, body, [("content-range", f"bytes {start}-{end}/{total}"),
+                                *(headers or ())], content_type)
+
+
+def bad_request(text: str | None = None) -> Response:
+    return _text(400, text)
+
+
+def forbidden() -> Response:
+    return _text(403)
+
+
+def not_found() -> Response:
+    return _text(404)
+
+
+def method_not_allowed(allow: Iterable[str]) -> Response:
+    return _text(405, None, [("allow", ", ".join(allow))])
+
+
+def request_timeout() -> Response:
+    return _text(408)
+
+
+def payload_too_large() -> Response:
+    return _text(413)
+
+
+def uri_too_long() -> Response:
+    return _text(414)
+
+
+def range_not_satisfiable(total: int) -> Response:
+    return _text(416, None, [("content-range", f"bytes */{total}")])
+
+
+def header_fields_too_large() -> Response:
+    return _text(431)
+
+
+def server_error() -> Response:
+    return _text(500)
+
+
+def not_implemented() -> Response:
+    return _text(501)
+
+
+def service_unavailable(retry_after: int = 1) -> Response:
+    """503 with Retry-After: the answer to a request the service sheds under load."""
+    return _text(503, None, [("retry-after", str(retry_after))])
+
+
+def version_not_supported() -> Response:
+    return _text(505)

@@ -1,0 +1,319 @@
+"""The HTTP server stage (thesis 5.7): HTTP/1.0 and 1.1 over the socket layer.
+
+Packets from the socket layer are parsed by httptools (llhttp, strict) on the event-loop thread;
+each complete request becomes an ``HttpRequest`` event on the user's sink. Responses come back
+through ``HttpRequest.respond`` and leave in request order. Every limit answers with its status
+and closes the connection; no input can crash the stage.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httptools
+
+from ..io.events import Closed, Connected, Failed, Packet
+from ..io.sockets import SocketLayer
+from ..sink import SinkError
+from ..stage import EventHandler
+from . import response as responses
+from .request import HttpRequest
+from .response import Response, _Chunks
+
+log = logging.getLogger("seda")
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_TICK = 1.0                          # seconds between sweeps for timeouts
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a client may send, and how long it may take. Sizes in bytes, times in seconds."""
+
+    max_request_line: int = 8192       # 414 past it
+    max_header_bytes: int = 65536      # 431 past it
+    max_headers: int = 100             # 431 past it
+    max_body: int = 10 * 2**20         # 413 past it
+    header_timeout: float = 10.0       # 408: from a request's first byte to its last header
+    body_timeout: float = 60.0         # 408: from the last header to the end of the body
+    keepalive_timeout: float = 15.0    # an idle keep-alive connection is closed after this
+    max_connections: int = 10000       # past it a new connection gets 503 and is closed
+    max_pipelined: int = 32            # unanswered requests before reading pauses
+
+
+class _Refuse(Exception):
+    """Raised from a parser callback: answer ``response`` and close."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+class HttpConnection:
+    """Per-connection protocol state; also the httptools callback object."""
+
+    __slots__ = (
+        "_body", "_body_size", "_expect", "_header_size", "_headers", "_url", "conn",
+        "deadline", "idle_since", "next_seq", "parser", "paused", "ready", "send_seq", "server",
+        "state",
+    )
+
+    def __init__(self, server: HttpServer, conn: Any) -> None:
+        self.server, self.conn = server, conn
+        self.parser: Any = None               # made on the first packet
+        self.state = "idle"                   # idle | headers | body | broken
+        self.deadline = 0.0                   # for the headers or the body now being read
+        self.idle_since = time.monotonic()
+        self.next_seq = 0                     # sequence number of the next request parsed
+        self.send_seq = 0                     # sequence number of the next response to send
+        self.ready: dict[int, tuple[list, bool]] = {}   # answered out of order: waiting
+        self.paused = False
+        self._url: list[bytes] = []
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._header_size = 0
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._expect = False
+
+    # -- httptools callbacks (loop thread) ---------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.state = "headers"
+        self.deadline = time.monotonic() + self.server.limits.header_timeout
+        self._url, self._headers, self._body = [], [], []
+        self._header_size = self._body_size = 0
+        self._expect = False
+
+    def on_url(self, url: bytes) -> None:
+        self._url.append(url)
+        if sum(map(len, self._url)) > self.server.limits.max_request_line:
+            raise _Refuse(responses.uri_too_long())
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        limits = self.server.limits
+        self._header_size += len(name) + len(value) + 4
+        self._headers.append((name, value))
+        if len(self._headers) > limits.max_headers or self._header_size > limits.max_header_bytes:
+            raise _Refuse(responses.header_fields_too_large())
+
+    def on_headers_complete(self) -> None:
+        parser, limits = self.parser, self.server.limits
+        version = parser.get_http_version()
+        if version not in ("1.1", "1.0"):
+            raise _Refuse(responses.version_not_supported())
+        hosts = [v for k, v in self._headers if k.lower() == b"host"]
+        if len(hosts) > 1 or (version == "1.1" and not hosts):
+            raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
+        length = 0
+        for k, v in self._headers:
+            lower = k.lower()
+            if lower == b"content-length":
+                length = int(v)                # llhttp has checked that it is a number
+            elif lower == b"expect":
+                if v.lower() != b"100-continue":
+                    raise _Refuse(Response(417, b"", None))
+                self._expect = version == "1.1"
+        if length > limits.max_body:
+            raise _Refuse(responses.payload_too_large())
+        self.state = "body"
+        self.deadline = time.monotonic() + limits.body_timeout
+        if self._expect and self.send_seq == self.next_seq:
+            self.conn.enqueue(_CONTINUE)       # nothing earlier is unanswered: in order
+
+    def on_body(self, data: bytes) -> None:
+        self._body_size += len(data)
+        if self._body_size > self.server.limits.max_body:
+            raise _Refuse(responses.payload_too_large())
+        self._body.append(data)
+
+    def on_message_complete(self) -> None:
+        parser = self.parser
+        url = b"".join(self._url)
+        if url[:1] == b"/":
+            path, _, query = url.partition(b"?")
+        elif url == b"*":
+            path, query = url, b""
+        else:                                  # absolute-form: http://host/path?query
+            try:
+                parsed = httptools.parse_url(url)
+            except httptools.HttpParserInvalidURLError:
+                raise _Refuse(responses.bad_request("bad request target")) from None
+            path, query = parsed.path or b"/", parsed.query or b""
+        seq = self.next_seq
+        self.next_seq += 1
+        request = HttpRequest(
+            parser.get_method().decode("ascii"), url.decode("latin-1"), path.decode("latin-1"),
+            query.decode("latin-1"), self._headers,
+            self._body[0] if len(self._body) == 1 else b"".join(self._body),
+            parser.get_http_version(), self, seq, parser.should_keep_alive())
+        self.state = "idle"
+        self.idle_since = time.monotonic()
+        try:
+            self.server.sink.enqueue(request)
+        except SinkError:                      # shed: answer at once, keep the connection
+            self.server.shed += 1
+            self.respond(request, responses.service_unavailable())
+        if self.next_seq - self.send_seq >= self.server.limits.max_pipelined:
+            self.paused = True                 # too many unanswered: stop reading for now
+            self.conn.pause_reading()
+
+    # -- data in (loop thread) ---------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        if self.state == "broken":
+            return
+        if self.parser is None:
+            self.parser = httptools.HttpRequestParser(self)
+        try:
+            self.parser.feed_data(data)
+        except _Refuse as refusal:
+            self.fail(refusal.response)
+        except httptools.HttpParserInvalidMethodError:
+            self.fail(responses.not_implemented())
+        except httptools.HttpParserUpgrade:
+            self.fail(responses.not_implemented())
+        except (httptools.HttpParserError, ValueError, UnicodeDecodeError):
+            self.fail(responses.bad_request())
+
+    def fail(self, response: Response) -> None:
+        """Answer the request being read with ``response`` (after those before it), then close."""
+        self.state = "broken"
+        seq = self.next_seq
+        self.next_seq += 1
+        items, _ = response.encode(False, False, False)
+        self._deliver(seq, items, False)
+
+    # -- responses ---------------------------------------------------------------------------------
+
+    def respond(self, request: HttpRequest, response: Response) -> None:
+        """Send ``response`` to ``request``, in request order. Any thread."""
+        server = self.server
+        if threading.get_ident() != server.loop_ident:
+            server.respond_put((request, response))
+            return
+        head_only = request.method == "HEAD"
+        keep = request.keep_alive and self.state != "broken" and not server.closing
+        try:
+            items, keep = response.encode(head_only, keep, request.version == "1.0")
+        except Exception:
+            server.log_error(request)
+            items, keep = responses.server_error().encode(head_only, False, False)
+        if len(items) == 2 and type(items[1]) is _Chunks:
+            items = self._drain(items)
+        self._deliver(request.seq, items, keep)
+
+    @staticmethod
+    def _drain(items: list) -> list:
+        """An iterable body answered on the loop thread: frame all of it now."""
+        chunks = items[1]
+        try:
+            frames = [chunks.frame(bytes(piece)) for piece in chunks.iterator if piece]
+        finally:
+            close = getattr(chunks.source, "close", None)
+            if close is not None:
+                close()
+        return [items[0], *frames, chunks.end()]
+
+    def _deliver(self, seq: int, items: list, keep: bool) -> None:
+        if seq != self.send_seq:
+            self.ready[seq] = (items, keep)
+            return
+        conn = self.conn
+        while True:
+            if conn.closed:
+                return
+            try:
+                conn.enqueue_many(items)
+            except SinkError:                  # the peer does not read: drop it
+                conn.abort()
+                return
+            self.send_seq += 1
+            if not keep:
+                conn.close()
+                self.state = "broken"
+                return
+            nxt = self.ready.pop(self.send_seq, None)
+            if nxt is None:
+                break
+            items, keep = nxt
+        if self.paused and self.next_seq - self.send_seq < self.server.limits.max_pipelined:
+            self.paused = False
+            conn.resume_reading()
+        if self.send_seq == self.next_seq:
+            self.idle_since = time.monotonic()
+
+    # -- timeouts (loop thread) --------------------------------------------------------------------
+
+    def sweep(self, now: float) -> None:
+        if self.state in ("headers", "body") and now > self.deadline:
+            self.server.timeouts += 1
+            self.fail(responses.request_timeout())
+        elif (self.state == "idle" and self.send_seq == self.next_seq
+              and now - self.idle_since > self.server.limits.keepalive_timeout):
+            self.state = "broken"
+            self.conn.close()
+
+
+class _Tick:
+    """Event: time to sweep connections for timeouts."""
+
+
+class HttpServer(EventHandler):
+    """The server stage. Events: the socket layer's, responses from other threads, ticks."""
+
+    def __init__(self, sink: Any, limits: Limits) -> None:
+        self.sink, self.limits = sink, limits
+        self.connections: dict[Any, HttpConnection] = {}
+        self.closing = False
+        self.loop_ident = 0
+        self.shed = self.timeouts = self.refused = 0
+        self._busy = responses.service_unavailable().encode(False, False, False)[0][0]
+
+    def init(self, ctx: Any) -> None:
+        self.rt, self.own = ctx.runtime, ctx.stage.sink
+        self.respond_put = self.own.enqueue
+        self.rt.timer.schedule(_TICK, self.own, _Tick())
+
+    def handle_events(self, events: list) -> None:
+        if not self.loop_ident:
+            self.loop_ident = threading.get_ident()
+        connections = self.connections
+        for ev in events:
+            kind = type(ev)
+            if kind is Packet:
+                state = connections.get(ev.conn)
+                if state is not None:
+                    state.feed(ev.data)
+            elif kind is tuple:
+                request, response = ev
+                request.connection.respond(request, response)
+            elif kind is Connected:
+                if len(connections) >= self.limits.max_connections:
+                    self.refused += 1
+                    ev.conn.enqueue(self._busy)
+                    ev.conn.close()
+                else:
+                    connections[ev.conn] = HttpConnection(self, ev.conn)
+            elif kind is Closed or kind is Failed:
+                connections.pop(ev.conn, None)
+            elif kind is _Tick:
+                now = time.monotonic()
+                for state in list(connections.values()):
+                    state.sweep(now)
+                self.rt.timer.schedule(_TICK, self.own, ev)
+
+    def log_error(self, request: HttpRequest) -> None:
+        log.exception("http: cannot encode the response to %r", request)
+
+
+def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Limits | None = None,
+          **listen_options: Any) -> Any:
+    """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``.
+    Returns the listener (``.address`` is the bound address). ``listen_options`` go to
+    ``SocketLayer.listen`` (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
+    server = HttpServer(sink, limits or Limits())
+    stage = rt.add_stage(name, server, blocking=False, batch=256)
+    return SocketLayer.of(rt).listen(address, stage.sink, **listen_options)
