@@ -64,7 +64,7 @@ class HttpConnection:
     def __init__(self, server: HttpServer, conn: Any) -> None:
         self.server, self.conn = server, conn
         self.parser: Any = None               # made on the first packet
-        self.state = "idle"                   # idle | headers | body | broken
+        self.state = "idle"                   # idle | headers | body | eof | broken
         self.deadline = 0.0                   # for the headers or the body now being read
         self.idle_since = time.monotonic()
         self.next_seq = 0                     # sequence number of the next request parsed
@@ -163,20 +163,42 @@ class HttpConnection:
     # -- data in (loop thread) ---------------------------------------------------------------------
 
     def feed(self, data: bytes) -> None:
+        if not data:                           # the peer has finished sending
+            self.end_of_input()
+            return
         if self.state == "broken":
             return
         if self.parser is None:
             self.parser = httptools.HttpRequestParser(self)
         try:
             self.parser.feed_data(data)
-        except _Refuse as refusal:
-            self.fail(refusal.response)
+        except httptools.HttpParserCallbackError as exc:
+            # httptools wraps what our callbacks raise; the original is the context
+            refusal = exc.__context__
+            if isinstance(refusal, _Refuse):
+                self.fail(refusal.response)
+            else:
+                log.error("http: parser callback failed", exc_info=refusal)
+                self.fail(responses.server_error())
         except httptools.HttpParserInvalidMethodError:
-            self.fail(responses.not_implemented())
+            # a well-formed method we do not know is 501; bytes that are no method at all, 400
+            token = data.split(b" ", 1)[0]
+            known_shape = token.isalpha() and token.isupper() and len(token) <= 20
+            self.fail(responses.not_implemented() if known_shape else responses.bad_request())
         except httptools.HttpParserUpgrade:
             self.fail(responses.not_implemented())
         except (httptools.HttpParserError, ValueError, UnicodeDecodeError):
             self.fail(responses.bad_request())
+
+    def end_of_input(self) -> None:
+        """Answer what was asked before the peer stopped sending, then close."""
+        if self.state in ("headers", "body"):      # a request cut short: nothing to answer
+            self.state = "broken"
+            self.conn.close()
+        elif self.state != "broken":
+            self.state = "eof"
+            if self.send_seq == self.next_seq:
+                self.conn.close()
 
     def fail(self, response: Response) -> None:
         """Answer the request being read with ``response`` (after those before it), then close."""
@@ -239,11 +261,14 @@ class HttpConnection:
             if nxt is None:
                 break
             items, keep = nxt
+        if self.send_seq == self.next_seq:
+            if self.state == "eof":
+                conn.close()
+                return
+            self.idle_since = time.monotonic()
         if self.paused and self.next_seq - self.send_seq < self.server.limits.max_pipelined:
             self.paused = False
             conn.resume_reading()
-        if self.send_seq == self.next_seq:
-            self.idle_since = time.monotonic()
 
     # -- timeouts (loop thread) --------------------------------------------------------------------
 
@@ -316,4 +341,4 @@ def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Lim
     ``SocketLayer.listen`` (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
     server = HttpServer(sink, limits or Limits())
     stage = rt.add_stage(name, server, blocking=False, batch=256)
-    return SocketLayer.of(rt).listen(address, stage.sink, **listen_options)
+    return SocketLayer.of(rt).listen(address, stage.sink, half_close=True, **listen_options)

@@ -50,9 +50,8 @@ class Connection:
 
     __slots__ = (
         "_buffer", "_completions", "_layer", "_reader", "_writing", "closed", "closing",
-        "connected", "data",
-        "fd", "max_pending", "out", "overflow", "owner", "peer", "pending", "scheduled", "sock",
-        "tls",
+        "connected", "data", "fd", "half_close", "max_pending", "out", "overflow", "owner", "peer",
+        "pending", "scheduled", "sock", "tls",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
@@ -69,6 +68,7 @@ class Connection:
         self.closed = False
         self.connected = False
         self.tls: TLSSession | None = None
+        self.half_close = False            # on EOF: tell the owner, keep writing (see listen)
         self.data: Any = None              # for the owner: per-connection state of its own
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
         self._writing = False              # watching for writability
@@ -157,7 +157,12 @@ class Connection:
             self._teardown(exc)
             return
         if not data:
-            self._teardown()
+            if not self.half_close:
+                self._teardown()
+                return
+            self.pause_reading()               # the peer is done sending; we may not be
+            self._reader = None
+            self.owner.enqueue_lossy(Packet(self, b""))
             return
         if self.tls is not None:
             try:
@@ -417,9 +422,11 @@ class SocketLayer:
     def listen(self, address: tuple, owner: Any, *, backlog: int = 1024,
                ssl_context: ssl.SSLContext | None = None, reuse_port: bool = False,
                max_pending: int = MAX_PENDING, overflow: str = "reject",
-               sock: socket.socket | None = None) -> Listener:
+               half_close: bool = False, sock: socket.socket | None = None) -> Listener:
         """Listen on ``address`` (or on an already bound ``sock``); ``Connected`` events for new
-        connections, then their packets and closes, go to ``owner``."""
+        connections, then their packets and closes, go to ``owner``. With ``half_close``, a
+        peer that stops sending yields an empty ``Packet`` and the connection stays open for
+        writing until the owner closes it; without, it is closed at once."""
         if sock is None:
             family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -433,7 +440,8 @@ class SocketLayer:
                 raise
         sock.listen(backlog)
         sock.setblocking(False)
-        options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow}
+        options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow,
+                   "half_close": half_close}
         listener = Listener(self, sock, owner, options)
         self.listeners.add(listener)
         self.call(self._watch_listener, listener)
@@ -544,6 +552,7 @@ class SocketLayer:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(self, sock, owner, peer, options["max_pending"], options["overflow"])
+        conn.half_close = options["half_close"]
         self.connections.add(conn)
         self._established(conn, options, server_side)
 

@@ -1,0 +1,311 @@
+"""The HTTP server stage against real clients and hostile bytes on loopback."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import seda
+from seda.http import Limits, Response, responses, serve
+
+from conftest import WAIT
+
+
+class App(seda.EventHandler):
+    """Routes by path. /echo describes the request as JSON; /wait/<ms> answers after a delay
+    (run it on a pool to answer out of order); /stream sends an iterable; /status/<n>."""
+
+    def handle_event(self, req):
+        if req.path == "/echo":
+            info = {"method": req.method, "path": req.path, "query": req.query,
+                    "version": req.version, "body": req.body.decode("latin-1"),
+                    "headers": [[k.decode(), v.decode()] for k, v in req.headers]}
+            req.respond(Response(200, json.dumps(info).encode(), content_type="application/json"))
+        elif req.path.startswith("/wait/"):
+            time.sleep(int(req.path[6:]) / 1000)      # the work itself, on a pool thread
+            req.respond(Response(200, req.path.encode()))
+        elif req.path == "/stream":
+            req.respond(Response(200, (b"part%d;" % i for i in range(5))))
+        elif req.path.startswith("/status/"):
+            req.respond(Response(int(req.path[8:]), b"body"))
+        else:
+            req.respond(responses.not_found())
+
+
+def start(rt, limits=None, threads=1, predicate=None):
+    rt.add_stage("app", App(), threads=threads, predicate=predicate)
+    listener = serve(rt, ("127.0.0.1", 0), rt.sink("app"), limits=limits)
+    rt.start()
+    return listener.address
+
+
+@pytest.fixture
+def address(rt):
+    return start(rt, threads=4)
+
+
+def raw(address, data: bytes, timeout: float = WAIT) -> bytes:
+    """Send ``data``, close our side, and read everything the server says until it closes."""
+    with socket.create_connection(address, timeout=timeout) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
+def statuses(data: bytes) -> list[int]:
+    """The status codes of the responses in ``data`` (a body may run into the next response)."""
+    return [int(code) for code in re.findall(rb"HTTP/1\.[01] (\d{3}) [^\r\n]*\r\n", data)]
+
+
+# -- well-behaved clients -----------------------------------------------------------------------
+
+def test_http_client_keep_alive_query_headers_and_body(address):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/echo?a=1&b=%20", headers={"X-Thing": "yes"})
+    r = c.getresponse()
+    info = json.loads(r.read())
+    assert r.status == 200 and r.getheader("content-type") == "application/json"
+    assert r.getheader("date").endswith("GMT")
+    assert info["query"] == "a=1&b=%20" and ["X-Thing", "yes"] in info["headers"]
+    sock = c.sock
+    c.request("POST", "/echo", body=b"payload")
+    info = json.loads(c.getresponse().read())
+    assert info["method"] == "POST" and info["body"] == "payload"
+    assert c.sock is sock                               # the same connection, kept alive
+    c.close()
+
+
+def test_urllib_and_404(address):
+    host, port = address
+    with urllib.request.urlopen(f"http://{host}:{port}/echo", timeout=WAIT) as r:
+        assert json.loads(r.read())["version"] == "1.1"
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(f"http://{host}:{port}/nothing", timeout=WAIT)
+    assert info.value.code == 404
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl(address):
+    host, port = address
+    done = subprocess.run(["curl", "-s", "-i", "--data-binary", "abc", "-H", "Expect:",
+                           f"http://{host}:{port}/echo"], capture_output=True, timeout=WAIT)
+    assert done.stdout.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert json.loads(done.stdout.split(b"\r\n\r\n", 1)[1])["body"] == "abc"
+
+
+def test_pipelined_requests_are_answered_in_order(address):
+    requests = b"".join(b"GET /wait/%d HTTP/1.1\r\nHost: x\r\n\r\n" % ms for ms in (300, 10, 100))
+    out = raw(address, requests)
+    assert out.count(b"HTTP/1.1 200 OK") == 3
+    assert out.index(b"/wait/300") < out.index(b"/wait/10") < out.index(b"/wait/100")
+
+
+def test_http10_closes_unless_asked_to_keep_alive(address):
+    out = raw(address, b"GET /echo HTTP/1.0\r\n\r\nGET /echo HTTP/1.0\r\n\r\n")
+    assert statuses(out) == [200] and b"connection: close" in out
+    out = raw(address, b"GET /echo HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                       b"GET /echo HTTP/1.0\r\n\r\n")
+    assert statuses(out) == [200, 200] and b"connection: keep-alive" in out
+
+
+def test_chunked_request_body(address):
+    out = raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+    assert json.loads(out.split(b"\r\n\r\n", 1)[1])["body"] == "hello world"
+
+
+def test_expect_100_continue(address):
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"   # before we send the body
+        s.sendall(b"data")
+        s.shutdown(socket.SHUT_WR)
+        rest = b""
+        while chunk := s.recv(65536):
+            rest += chunk
+    assert statuses(rest) == [200] and b'"body": "data"' in rest
+
+
+def test_head_and_bodiless_statuses(address):
+    out = raw(address, b"HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET /status/304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET /status/204 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert statuses(out) == [200, 304, 204]
+    assert b"content-length: " in out.split(b"\r\n\r\n")[0]       # HEAD: the length, no body
+    assert b"body" not in out and not out.split(b"\r\n\r\n")[-1]
+
+
+def test_streamed_iterable_is_chunked(address):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/stream")
+    r = c.getresponse()
+    assert r.getheader("transfer-encoding") == "chunked"
+    assert r.read() == b"".join(b"part%d;" % i for i in range(5))
+    c.close()
+
+
+def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):
+    address = start(rt, predicate=lambda req: req.path != "/echo")
+    out = raw(address, b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET /status/200 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert statuses(out) == [503, 200] and b"retry-after: 1" in out
+
+
+# -- hostile input ------------------------------------------------------------------------------
+
+BAD = [
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n folded\r\n\r\n", 400),
+    (b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\n\r\n", 400),                                    # no Host
+    (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+    (b"GET / HTTP/3.7\r\nHost: x\r\n\r\n", 400),
+    (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    (b"BREW / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nExpect: tea\r\n\r\n", 417),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400),              # TLS to a plain port
+]
+
+
+@pytest.mark.parametrize("request_bytes, status", BAD, ids=range(len(BAD)))
+def test_malformed_requests_get_their_status_and_a_close(address, request_bytes, status):
+    out = raw(address, request_bytes + b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert statuses(out) == [status]                    # and nothing after: closed
+
+
+def test_size_limits(rt):
+    limits = Limits(max_request_line=100, max_headers=5, max_header_bytes=300, max_body=10)
+    address = start(rt, limits)
+    long_url = b"GET /" + b"a" * 200 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    many = (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X%d: 1\r\n" % i for i in range(6))
+            + b"\r\n")
+    big_header = b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"v" * 400 + b"\r\n\r\n"
+    declared = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n"
+    chunked = (b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n")
+    assert [statuses(raw(address, r)) for r in (long_url, many, big_header, declared, chunked)] \
+        == [[414], [431], [431], [413], [413]]
+    assert statuses(raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
+                                 b"0123456789")) == [200]
+
+
+def test_slowloris_gets_408_even_while_trickling(rt):
+    address = start(rt, Limits(header_timeout=0.5))
+    started = time.monotonic()
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\n")
+        answer = b""
+        for i in range(100):                            # a byte every 50 ms, never finishing
+            try:
+                s.sendall(b"X-%d: y\r\n" % i)
+            except OSError:
+                break
+            s.settimeout(0.05)
+            try:
+                answer += s.recv(1000)
+            except TimeoutError:
+                continue
+            if answer:
+                break
+    assert statuses(answer) == [408]
+    assert time.monotonic() - started < 3.0             # deadline 0.5 s + one sweep tick
+
+
+def test_idle_keep_alive_connections_are_closed(rt):
+    address = start(rt, Limits(keepalive_timeout=0.3))
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET /status/200 HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = s.recv(1000)
+        assert statuses(first) == [200]
+        s.settimeout(WAIT)
+        assert s.recv(1000) == b""                      # closed by the server, idle
+
+
+def test_connections_past_the_maximum_get_503(rt):
+    address = start(rt, Limits(max_connections=2))
+    held = [socket.create_connection(address, timeout=WAIT) for _ in range(2)]
+    try:
+        for s in held:                                  # make sure both are registered
+            s.sendall(b"GET /status/200 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert statuses(s.recv(1000)) == [200]
+        assert statuses(raw(address, b"")) == [503]
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_responses_from_another_thread(rt):
+    class Later(seda.EventHandler):
+        def handle_event(self, req):
+            threading.Thread(target=req.respond, args=(Response(200, b"later"),)).start()
+
+    rt.add_stage("app", Later(), blocking=False)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    assert raw(address, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").endswith(
+        b"later")
+
+
+# -- property: nothing crashes the stage ---------------------------------------------------------
+
+VALID = (b"POST /echo?q=1 HTTP/1.1\r\nHost: example\r\nContent-Length: 5\r\n"
+         b"X-A: b\r\n\r\nhello")
+
+
+@st.composite
+def mutated(draw):
+    data = bytearray(VALID)
+    for _ in range(draw(st.integers(1, 6))):
+        op = draw(st.sampled_from(["flip", "insert", "delete", "dup"]))
+        i = draw(st.integers(0, len(data) - 1)) if data else 0
+        if op == "flip" and data:
+            data[i] = draw(st.integers(0, 255))
+        elif op == "insert":
+            data[i:i] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete" and data:
+            del data[i:i + draw(st.integers(1, 8))]
+        else:
+            data[i:i] = data[i:i + draw(st.integers(1, 40))]
+    return bytes(data)
+
+
+@pytest.fixture
+def shared_server():
+    """One server for all the examples hypothesis runs in a test."""
+    runtime = seda.Runtime()
+    runtime.add_stage("app", App(), blocking=False)
+    address = serve(runtime, ("127.0.0.1", 0), runtime.sink("app"),
+                    limits=Limits(header_timeout=2.0, body_timeout=2.0)).address
+    runtime.start()
+    yield runtime, address
+    runtime.stop()
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(mutated(), st.binary(max_size=300)))
+def test_random_and_mutated_requests_never_crash_the_server(shared_server, data):
+    runtime, address = shared_server
+    out = raw(address, data)
+    assert out == b"" or re.match(rb"HTTP/1\.[01] [1-5]\d\d ", out)
+    stats = runtime.stats()
+    assert stats["http"]["errors"] == 0 and stats["seda.io.read"]["errors"] == 0
