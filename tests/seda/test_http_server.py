@@ -30,7 +30,8 @@ class App(seda.EventHandler):
         if req.path == "/echo":
             info = {"method": req.method, "path": req.path, "query": req.query,
                     "version": req.version, "body": req.body.decode("latin-1"),
-                    "headers": [[k.decode(), v.decode()] for k, v in req.headers]}
+                    "headers": [[k.decode("latin-1"), v.decode("latin-1")]
+                                for k, v in req.headers]}
             req.respond(Response(200, json.dumps(info).encode(), content_type="application/json"))
         elif req.path.startswith("/wait/"):
             time.sleep(int(req.path[6:]) / 1000)      # the work itself, on a pool thread
@@ -251,6 +252,19 @@ def test_connections_past_the_maximum_get_503(rt):
     finally:
         for s in held:
             s.close()
+
+
+def test_a_request_the_application_never_answers_gets_500(rt, caplog):
+    class Silent(seda.EventHandler):
+        def handle_event(self, req):
+            pass
+
+    rt.add_stage("app", Silent(), blocking=False)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app"),
+                    limits=Limits(response_timeout=0.2)).address
+    rt.start()
+    assert statuses(raw(address, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")) == [500]
+    assert "no response to a request" in caplog.text
 
 
 def test_responses_from_another_thread(rt):

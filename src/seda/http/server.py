@@ -41,6 +41,7 @@ class Limits:
     header_timeout: float = 10.0       # 408: from a request's first byte to its last header
     body_timeout: float = 60.0         # 408: from the last header to the end of the body
     keepalive_timeout: float = 15.0    # an idle keep-alive connection is closed after this
+    response_timeout: float = 60.0     # a request the application never answers gets 500
     max_connections: int = 10000       # past it a new connection gets 503 and is closed
     max_pipelined: int = 32            # unanswered requests before reading pauses
 
@@ -57,8 +58,8 @@ class HttpConnection:
 
     __slots__ = (
         "_body", "_body_size", "_expect", "_header_size", "_headers", "_url", "conn",
-        "deadline", "idle_since", "next_seq", "parser", "paused", "ready", "send_seq", "server",
-        "state",
+        "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
+        "send_seq", "server", "state",
     )
 
     def __init__(self, server: HttpServer, conn: Any) -> None:
@@ -70,6 +71,7 @@ class HttpConnection:
         self.next_seq = 0                     # sequence number of the next request parsed
         self.send_seq = 0                     # sequence number of the next response to send
         self.ready: dict[int, tuple[list, bool]] = {}   # answered out of order: waiting
+        self.dispatched: dict[int, float] = {}          # unanswered request -> when it was sent
         self.paused = False
         self._url: list[bytes] = []
         self._headers: list[tuple[bytes, bytes]] = []
@@ -150,7 +152,7 @@ class HttpConnection:
             self._body[0] if len(self._body) == 1 else b"".join(self._body),
             parser.get_http_version(), self, seq, parser.should_keep_alive())
         self.state = "idle"
-        self.idle_since = time.monotonic()
+        self.idle_since = self.dispatched[seq] = time.monotonic()
         try:
             self.server.sink.enqueue(request)
         except SinkError:                      # shed: answer at once, keep the connection
@@ -252,6 +254,7 @@ class HttpConnection:
             except SinkError:                  # the peer does not read: drop it
                 conn.abort()
                 return
+            self.dispatched.pop(self.send_seq, None)
             self.send_seq += 1
             if not keep:
                 conn.close()
@@ -273,7 +276,15 @@ class HttpConnection:
     # -- timeouts (loop thread) --------------------------------------------------------------------
 
     def sweep(self, now: float) -> None:
-        if self.state in ("headers", "body") and now > self.deadline:
+        limits = self.server.limits
+        oldest = self.dispatched.get(self.send_seq)
+        if oldest is not None and now - oldest > limits.response_timeout:
+            self.server.timeouts += 1             # the application never answered: we do
+            log.error("http: no response to a request within %.0f s", limits.response_timeout)
+            self.state = "broken"
+            items, _ = responses.server_error().encode(False, False, False)
+            self._deliver(self.send_seq, items, False)
+        elif self.state in ("headers", "body") and now > self.deadline:
             self.server.timeouts += 1
             self.fail(responses.request_timeout())
         elif (self.state == "idle" and self.send_seq == self.next_seq
