@@ -2,8 +2,9 @@
 
 from . import response as responses
 from .request import HttpRequest
-from .response import FileBody, Response, date_line, status_line
+from .response import FileBody, Response, StreamBody, date_line, status_line
 from .server import HttpConnection, HttpServer, Limits, serve
+from .wsgi import WsgiHandler, mount
 
 __all__ = [
     "FileBody",
@@ -12,7 +13,10 @@ __all__ = [
     "HttpServer",
     "Limits",
     "Response",
+    "StreamBody",
+    "WsgiHandler",
     "date_line",
+    "mount",
     "responses",
     "serve",
     "status_line",

@@ -7,8 +7,10 @@ stream of chunks for an iterable of unknown length.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
@@ -92,6 +94,12 @@ class Response:
         elif isinstance(body, FileBody):
             if not has_length:
                 lines.append(b"content-length: %d\r\n" % body.count)
+        elif isinstance(body, StreamBody):
+            body.chunked = not has_length and not http10
+            if not has_length and http10:
+                keep_alive = False
+            elif body.chunked:
+                lines.append(b"transfer-encoding: chunked\r\n")
         elif not has_length:
             if http10:
                 keep_alive = False
@@ -111,6 +119,8 @@ class Response:
             return [b"".join(lines)], keep_alive
         if isinstance(body, FileBody):
             return [b"".join(lines), FileSegment(body.fd, body.offset, body.count)], keep_alive
+        if isinstance(body, StreamBody):
+            return [b"".join(lines), body], keep_alive
         return [b"".join(lines), _Chunks(body, chunked)], keep_alive
 
 
@@ -139,6 +149,73 @@ class _Chunks:
 
     def end(self) -> bytes:
         return b"0\r\n\r\n" if self.chunked else b""
+
+
+class StreamBody:
+    """A body written piece by piece from another thread while it is being sent (WSGI).
+
+    The producer calls ``write(piece)`` and finally ``finish()``; ``write`` blocks while more
+    than ``limit`` bytes wait to reach the socket, so a slow client slows the producer instead
+    of filling memory, and raises ConnectionError once the connection is gone. On the loop
+    thread the HTTP connection ``attach``es it when its turn comes and ``pump``s it."""
+
+    def __init__(self, limit: int = 256 * 1024) -> None:
+        self.limit = limit
+        self.chunked = True
+        self._cond = threading.Condition()
+        self._pieces: deque[bytes] = deque()
+        self._queued = 0                    # bytes written, not yet on the connection
+        self._finished = False
+        self._broken = False
+        self._wake: Callable[[], None] | None = None      # asks the loop to pump
+
+    # producer side, any thread
+    def write(self, piece: bytes) -> None:
+        if not piece:
+            return
+        with self._cond:
+            while self._queued > self.limit and not self._broken:
+                self._cond.wait(1.0)
+            if self._broken:
+                raise ConnectionError("the client connection is gone")
+            self._pieces.append(bytes(piece))
+            self._queued += len(piece)
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    def finish(self) -> None:
+        with self._cond:
+            self._finished = True
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    # consumer side, loop thread
+    def attach(self, wake: Callable[[], None]) -> None:
+        with self._cond:
+            self._wake = wake
+        wake()
+
+    def take(self) -> tuple[list[bytes], bool]:
+        """Framed pieces written so far, and whether the body is complete."""
+        with self._cond:
+            pieces, self._pieces = list(self._pieces), deque()
+            self._queued = 0
+            finished = self._finished
+            self._cond.notify_all()
+        if self.chunked:
+            framed = [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+            if finished:
+                framed.append(b"0\r\n\r\n")
+            return framed, finished
+        return pieces, finished
+
+    def broken(self) -> None:
+        """The connection went away: release a blocked producer."""
+        with self._cond:
+            self._broken = True
+            self._cond.notify_all()
 
 
 # -- helpers for the statuses a server needs ----------------------------------------------------

@@ -22,7 +22,7 @@ from ..sink import SinkError
 from ..stage import EventHandler
 from . import response as responses
 from .request import HttpRequest
-from .response import Response, _Chunks
+from .response import Response, StreamBody, _Chunks
 
 log = logging.getLogger("seda")
 
@@ -59,7 +59,7 @@ class HttpConnection:
     __slots__ = (
         "_body", "_body_size", "_expect", "_header_size", "_headers", "_url", "conn",
         "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
-        "send_seq", "server", "state",
+        "send_seq", "server", "state", "streaming",
     )
 
     def __init__(self, server: HttpServer, conn: Any) -> None:
@@ -72,6 +72,7 @@ class HttpConnection:
         self.send_seq = 0                     # sequence number of the next response to send
         self.ready: dict[int, tuple[list, bool]] = {}   # answered out of order: waiting
         self.dispatched: dict[int, float] = {}          # unanswered request -> when it was sent
+        self.streaming: tuple[StreamBody, bool] | None = None   # a body being sent, and keep
         self.paused = False
         self._url: list[bytes] = []
         self._headers: list[tuple[bytes, bytes]] = []
@@ -242,12 +243,20 @@ class HttpConnection:
         return [items[0], *frames, chunks.end()]
 
     def _deliver(self, seq: int, items: list, keep: bool) -> None:
-        if seq != self.send_seq:
+        if seq != self.send_seq or self.streaming is not None:
             self.ready[seq] = (items, keep)
             return
         conn = self.conn
         while True:
             if conn.closed:
+                if type(items[-1]) is StreamBody:
+                    items[-1].broken()
+                return
+            if type(items[-1]) is StreamBody:  # the rest follows as the producer writes it
+                self.streaming = (items[-1], keep)
+                conn.enqueue(items[0])
+                self.dispatched.pop(self.send_seq, None)
+                items[-1].attach(self._wake_stream)
                 return
             try:
                 conn.enqueue_many(items)
@@ -273,6 +282,42 @@ class HttpConnection:
             self.paused = False
             conn.resume_reading()
 
+    def _wake_stream(self) -> None:
+        """From any thread: the streamed body has news; pump it on the loop thread."""
+        self.server.rt.loop.call_soon_threadsafe(self._pump)
+
+    def _pump(self) -> None:
+        if self.streaming is None:
+            return
+        stream, keep = self.streaming
+        conn = self.conn
+        if conn.closed:
+            stream.broken()
+            self.streaming = None
+            return
+        if conn.pending > stream.limit:        # the socket is behind: look again shortly
+            self.server.rt.timer.schedule(0.01, self.server.own, _Pump(self))
+            return
+        pieces, finished = stream.take()
+        try:
+            conn.enqueue_many(pieces)
+        except SinkError:
+            stream.broken()
+            conn.abort()
+            return
+        if finished:
+            self.streaming = None
+            self.send_seq += 1
+            if not keep:
+                conn.close()
+                self.state = "broken"
+                return
+            nxt = self.ready.pop(self.send_seq, None)
+            if nxt is not None:
+                self._deliver(self.send_seq, *nxt)
+            elif self.send_seq == self.next_seq and self.state == "eof":
+                conn.close()
+
     # -- timeouts (loop thread) --------------------------------------------------------------------
 
     def sweep(self, now: float) -> None:
@@ -295,6 +340,15 @@ class HttpConnection:
 
 class _Tick:
     """Event: time to sweep connections for timeouts."""
+
+
+class _Pump:
+    """Event: look again at a streamed body the socket was too slow for."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: HttpConnection) -> None:
+        self.state = state
 
 
 class HttpServer(EventHandler):
@@ -335,6 +389,8 @@ class HttpServer(EventHandler):
                     connections[ev.conn] = HttpConnection(self, ev.conn)
             elif kind is Closed or kind is Failed:
                 connections.pop(ev.conn, None)
+            elif kind is _Pump:
+                ev.state._pump()
             elif kind is _Tick:
                 now = time.monotonic()
                 for state in list(connections.values()):
