@@ -182,6 +182,11 @@ class KeyedQueue(FifoQueue):
         with self.lock:
             return not self.count and not self.busy
 
+    def busy_with(self, k: Any) -> bool:
+        """Whether events with key ``k`` are queued or being handled (a dict lookup: safe
+        without the lock for a yes/no that the caller re-checks by construction)."""
+        return k in self.pending
+
     def discard(self) -> int:
         with self.lock:
             dropped, self.count = self.count, 0

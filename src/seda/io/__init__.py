@@ -1,6 +1,7 @@
 """Asynchronous I/O as stages (thesis 5.6): sockets on the shared event loop, and files."""
 
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
+from .files import FileDone, FileLayer, read_nowait
 from .sockets import Connection, Listener, SocketLayer
 from .tls import TLSSession
 
@@ -9,6 +10,8 @@ __all__ = [
     "Connected",
     "Connection",
     "Failed",
+    "FileDone",
+    "FileLayer",
     "FileSegment",
     "Listener",
     "Packet",
@@ -16,4 +19,5 @@ __all__ = [
     "SocketLayer",
     "TLSSession",
     "WriteDone",
+    "read_nowait",
 ]

@@ -1,0 +1,141 @@
+"""Asynchronous files (thesis 5.6.2): blocking file calls wrapped in a stage of their own.
+
+Operating systems offer no readiness for files, so the file stage runs the blocking calls on a
+private pool sized by the thread pool controller, one thread per file at a time (keyed
+dispatch), and reports each result as a ``FileDone`` event. Reads try the page cache first:
+``read_nowait`` (``preadv`` with ``RWF_NOWAIT``) returns cached data without blocking, so only
+real disk reads cross to the file stage: Flash's mincore trick, done by the kernel.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any
+
+from ..control import ThreadPoolController
+from ..stage import EventHandler
+
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
+_CANNOT_WAIT = {errno.EAGAIN, errno.EWOULDBLOCK}
+_UNSUPPORTED = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+
+
+def read_nowait(fd: int, size: int, offset: int) -> bytes | None:
+    """``size`` bytes at ``offset`` if the page cache has them all; None if reading would block
+    (or the platform cannot tell), in which case use the file stage."""
+    if _NOWAIT is None or size <= 0:
+        return None if size > 0 else b""
+    buf = bytearray(size)
+    try:
+        n = os.preadv(fd, [buf], offset, _NOWAIT)
+    except OSError as exc:
+        if exc.errno in _CANNOT_WAIT or exc.errno in _UNSUPPORTED:
+            return None
+        raise
+    if n < size and offset + n < os.fstat(fd).st_size:
+        return None                        # partly cached: let the stage read the rest
+    return bytes(buf[:n])
+
+
+class FileDone:
+    """Completion of a file operation: ``result`` (fd, bytes, count, stat or None) or ``error``."""
+
+    __slots__ = ("error", "op", "result", "tag")
+
+    def __init__(self, op: str, tag: Any, result: Any = None, error: OSError | None = None):
+        self.op, self.tag, self.result, self.error = op, tag, result, error
+
+    def __repr__(self) -> str:
+        return f"FileDone({self.op}, {self.tag!r}, error={self.error!r})"
+
+
+class _Op:
+    """A request to the file stage. ``key`` serialises operations on one file."""
+
+    __slots__ = ("args", "done", "key", "op", "tag")
+
+    def __init__(self, op: str, key: Any, args: tuple, done: Any, tag: Any) -> None:
+        self.op, self.key, self.args, self.done, self.tag = op, key, args, done, tag
+
+
+def _run(op: str, args: tuple) -> Any:
+    if op == "open":
+        return os.open(*args)
+    if op == "read":
+        fd, size, offset = args
+        return os.pread(fd, size, offset)
+    if op == "write":
+        fd, data, offset = args
+        return os.pwrite(fd, data, offset)
+    if op == "stat":
+        return os.stat(args[0])
+    if op == "close":
+        return os.close(args[0])
+    raise ValueError(f"unknown file operation {op!r}")
+
+
+class _FileStage(EventHandler):
+    def __init__(self, layer: FileLayer) -> None:
+        self.layer = layer
+
+    def handle_events(self, ops: list) -> None:
+        for req in ops:
+            try:
+                done = FileDone(req.op, req.tag, _run(req.op, req.args))
+            except OSError as exc:
+                done = FileDone(req.op, req.tag, error=exc)
+            req.done.enqueue_lossy(done)
+
+
+class FileLayer:
+    """The runtime's file stage. Every call returns at once; a ``FileDone`` with ``tag`` arrives
+    on ``done``. ``FileLayer.of(rt)`` returns the runtime's layer, creating it on first use."""
+
+    STAGE = "seda.io.file"
+
+    @classmethod
+    def of(cls, rt: Any, max_threads: int = 16) -> FileLayer:
+        try:
+            return rt.stage(cls.STAGE).handler.layer
+        except KeyError:
+            return cls(rt, max_threads)
+
+    def __init__(self, rt: Any, max_threads: int = 16) -> None:
+        threads = ThreadPoolController(min=1, max=max_threads, queue_threshold=4)
+        self.stage = rt.add_stage(self.STAGE, _FileStage(self), threads=threads, batch=8,
+                                  key=lambda req: req.key)
+        self.put = self.stage.sink.enqueue
+        self.busy_with = self.stage.manager.queue.busy_with
+        self.fast_reads = 0                # served from the page cache without the stage
+
+    def open(self, path: str | os.PathLike, done: Any, tag: Any = None,
+             flags: int = os.O_RDONLY, mode: int = 0o644) -> None:
+        self.put(_Op("open", os.fspath(path), (os.fspath(path), flags | os.O_CLOEXEC, mode),
+                     done, tag))
+
+    def read(self, fd: int, size: int, offset: int, done: Any, tag: Any = None) -> None:
+        """Read ``size`` bytes at ``offset``: from the page cache at once if it has them and
+        nothing else is under way on this file (order is kept), else on the file stage."""
+        if self.busy_with(fd):
+            self.put(_Op("read", fd, (fd, size, offset), done, tag))
+            return
+        try:
+            data = read_nowait(fd, size, offset)
+        except OSError as exc:
+            done.enqueue_lossy(FileDone("read", tag, error=exc))
+            return
+        if data is not None:
+            self.fast_reads += 1
+            done.enqueue_lossy(FileDone("read", tag, data))
+            return
+        self.put(_Op("read", fd, (fd, size, offset), done, tag))
+
+    def write(self, fd: int, data: bytes, offset: int, done: Any, tag: Any = None) -> None:
+        self.put(_Op("write", fd, (fd, bytes(data), offset), done, tag))
+
+    def stat(self, path: str | os.PathLike, done: Any, tag: Any = None) -> None:
+        self.put(_Op("stat", os.fspath(path), (os.fspath(path),), done, tag))
+
+    def close(self, fd: int, done: Any, tag: Any = None) -> None:
+        self.put(_Op("close", fd, (fd,), done, tag))
