@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -260,3 +261,20 @@ def test_running_out_of_descriptors_does_not_stall_the_listener():
             c.close()
         server.stdin.close()
         server.wait(timeout=WAIT)
+
+
+def test_read_rate_limit_slows_the_sender(echo, rt):
+    _, listener = echo
+
+    def round_trips(n: int) -> float:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            started = time.monotonic()
+            for i in range(n):
+                c.sendall(b"%d;" % i)
+                assert recv_exactly(c, len(b"%d;" % i)) == b"%d;" % i
+            return time.monotonic() - started
+
+    SocketLayer.of(rt).limit_reads(50, burst=1)
+    assert round_trips(20) >= 19 / 50 * 0.8          # at most 50 packets a second
+    SocketLayer.of(rt).limit_reads(None)
+    assert round_trips(20) < 2.0

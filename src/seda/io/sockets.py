@@ -18,6 +18,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from ..control.token_bucket import TokenBucket
 from ..sink import RejectedError, SinkError, StageClosedError
 from ..stage import EventHandler
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
@@ -345,12 +346,40 @@ class Listener:
         return f"<Listener {self.address!r}>"
 
 
+class _ResumeReads:
+    """Read-stage event: the rate limit has room again for the connections it held back."""
+
+
 class _ReadStage(EventHandler):
-    """Events: connections the selector found readable."""
+    """Events: connections the selector found readable (and _ResumeReads under a rate limit)."""
+
+    def __init__(self) -> None:
+        self.limit: Any = None             # a TokenBucket over packets read, or None
+        self.held: list[Connection] = []   # readable connections the limit held back
+        self.own: Any = None
+
+    def init(self, ctx: Any) -> None:
+        self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
 
     def handle_events(self, conns: list) -> None:
+        limit = self.limit
+        if limit is None:
+            for conn in conns:
+                conn._receive()
+            return
         for conn in conns:
-            conn._receive()
+            if type(conn) is _ResumeReads:
+                held, self.held = self.held, []
+                for waiting in held:
+                    waiting.resume_reading()
+            elif limit.accept():
+                conn._receive()
+            elif not conn.closed:
+                # not reading leaves the data in the kernel: TCP slows the sender down
+                conn.pause_reading()
+                if not self.held:
+                    self.timer.schedule(1.0 / max(limit.rate, 1e-3), self.own, _ResumeReads())
+                self.held.append(conn)
 
 
 class _WriteStage(EventHandler):
@@ -403,12 +432,18 @@ class SocketLayer:
     def __init__(self, rt: Any) -> None:
         self.rt, self.loop = rt, rt.loop
         stage = rt.add_stage
-        self.read_put = stage(self.READ, _ReadStage(), blocking=False, batch=256).sink.enqueue
+        self._reads = _ReadStage()
+        self.read_put = stage(self.READ, self._reads, blocking=False, batch=256).sink.enqueue
         self.write_put = stage(self.WRITE, _WriteStage(), blocking=False, batch=256).sink.enqueue
         self.listen_sink = rt.add_stage(self.LISTEN, _ListenStage(self), blocking=False).sink
         self._spare: int | None = os.open(os.devnull, os.O_RDONLY)   # for EMFILE, see accept
         self.connections: set[Connection] = set()
         self.listeners: set[Listener] = set()
+
+    def limit_reads(self, rate: float | None, burst: int = 32) -> None:
+        """Read at most ``rate`` packets per second across all connections (bursts of
+        ``burst``); None lifts the limit. Load shedding at the edge (thesis 5.6.1)."""
+        self._reads.limit = None if rate is None else TokenBucket(rate, burst)
 
     def call(self, fn: Any, *args: Any) -> None:
         """Run ``fn(*args)`` on the loop thread: now if this is it, else soon."""
