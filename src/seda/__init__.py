@@ -2,7 +2,7 @@
 
 from .config import ConfigError
 from .runtime import Runtime
-from .signals import StagesInitialized
+from .signals import StagesInitialized, Stopping
 from .sink import RejectedError, Sink, SinkError, StageClosedError
 from .stage import EventHandler, Stage, StageContext, single_threaded
 
@@ -17,5 +17,6 @@ __all__ = [
     "StageClosedError",
     "StageContext",
     "StagesInitialized",
+    "Stopping",
     "single_threaded",
 ]

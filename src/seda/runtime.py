@@ -15,7 +15,7 @@ from .control.thread_pool import ThreadPoolController
 from .loop import EventLoop, LoopStage
 from .processes import ProcessPool
 from .profile.graph import to_dot
-from .signals import Signals, StagesInitialized
+from .signals import Signals, StagesInitialized, Stopping
 from .stage import Stage
 from .threads import ThreadPool
 from .timer import Timer
@@ -228,6 +228,7 @@ class Runtime:
                 self._state = "stopped"
                 return
             self._state = "stopping"
+        self.signals.publish(Stopping())          # sources stop taking work, then queues drain
         self.timer.stop()
         self.control.stop()
         if self._sampler is not None:

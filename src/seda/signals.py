@@ -18,6 +18,16 @@ class StagesInitialized:
         return f"StagesInitialized({self.stages!r})"
 
 
+class Stopping:
+    """Published once when ``Runtime.stop`` begins, before queues drain: the moment for
+    sources (listeners, readers) to stop taking new work."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Stopping()"
+
+
 class Signals:
     """``subscribe(kind, sink)``; ``publish(ev)`` reaches subscribers of ``type(ev)`` and of its
     base classes, each sink at most once. Delivery is lossy: a rejecting sink misses the signal."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
@@ -314,7 +315,7 @@ def shared_server():
     runtime.stop()
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=int(os.environ.get("SEDA_FUZZ_EXAMPLES", 150)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(mutated(), st.binary(max_size=300)))
 def test_random_and_mutated_requests_never_crash_the_server(shared_server, data):

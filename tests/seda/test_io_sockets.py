@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import ssl
@@ -278,3 +279,22 @@ def test_read_rate_limit_slows_the_sender(echo, rt):
     assert round_trips(20) >= 19 / 50 * 0.8          # at most 50 packets a second
     SocketLayer.of(rt).limit_reads(None)
     assert round_trips(20) < 2.0
+
+
+def test_stopping_stops_accepting_and_reading_first_then_drains(rt, caplog):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(5)]
+    seen.wait(5)
+    for c in clients:
+        c.sendall(b"still arriving while we stop" * 100)
+    rt.stop()
+    assert "has been destroyed" not in caplog.text     # no callback into a closed stage
+    for c in clients:
+        c.settimeout(WAIT)
+        with contextlib.suppress(ConnectionResetError):
+            while c.recv(65536):
+                pass                                    # ends: the server closed it
+        c.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import socket
@@ -19,6 +20,7 @@ from collections import deque
 from typing import Any
 
 from ..control.token_bucket import TokenBucket
+from ..signals import Stopping
 from ..sink import RejectedError, SinkError, StageClosedError
 from ..stage import EventHandler
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
@@ -181,14 +183,17 @@ class Connection:
     def _tls_receive(self, data: bytes) -> bytes:
         """Decrypt; during the handshake, answer it and announce the connection when done."""
         tls = self.tls
-        was_connected = tls.handshaken
         plain = tls.receive(data)
         if tls.outgoing():
             self._schedule()
-        if tls.handshaken and not was_connected and not self.connected:
+        if tls.handshaken and not self.connected:
             self.connected = True
             self._schedule()                # data enqueued meanwhile can go now
-            self.owner.enqueue(Connected(self))
+            try:
+                self.owner.enqueue(Connected(self))
+            except SinkError as exc:        # the owner sheds load: this connection goes
+                self._teardown(exc)
+                return b""
         return plain
 
     # -- write stage, loop thread --------------------------------------------------------------
@@ -407,8 +412,11 @@ class _ListenStage(EventHandler):
 
     def handle_events(self, events: list) -> None:
         for ev in events:
-            if type(ev) is _Resume:
+            kind = type(ev)
+            if kind is _Resume:
                 self.layer._watch_listener(ev.listener)
+            elif kind is Stopping:
+                self.layer.quiet()
             else:
                 self.layer.accept(ev)
 
@@ -433,9 +441,10 @@ class SocketLayer:
         self.rt, self.loop = rt, rt.loop
         stage = rt.add_stage
         self._reads = _ReadStage()
-        self.read_put = stage(self.READ, self._reads, blocking=False, batch=256).sink.enqueue
+        self._read_put = stage(self.READ, self._reads, blocking=False, batch=256).sink.enqueue
         self.write_put = stage(self.WRITE, _WriteStage(), blocking=False, batch=256).sink.enqueue
         self.listen_sink = rt.add_stage(self.LISTEN, _ListenStage(self), blocking=False).sink
+        rt.signals.subscribe(Stopping, self.listen_sink)
         self._spare: int | None = os.open(os.devnull, os.O_RDONLY)   # for EMFILE, see accept
         self.connections: set[Connection] = set()
         self.listeners: set[Listener] = set()
@@ -492,6 +501,22 @@ class SocketLayer:
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.loop.remove_reader(listener.sock.fileno())
         listener.sock.close()
+
+    def quiet(self) -> None:
+        """The runtime is stopping (loop thread): accept nothing more, read nothing more, but
+        let what is queued for sending go out while the stages drain."""
+        for listener in list(self.listeners):
+            listener.closed = True
+            self.stop_listening(listener)
+        for conn in self.connections:
+            conn.pause_reading()
+
+    def _readable(self, conn: Connection) -> None:
+        """The selector's callback for a readable connection: queue it for the read stage."""
+        try:
+            self._read_put(conn)
+        except SinkError:                    # the read stage is gone: stop asking
+            conn.pause_reading()
 
     def shutdown(self) -> None:
         """The runtime is stopping: close every listener and connection, on the loop thread."""
@@ -593,8 +618,7 @@ class SocketLayer:
 
     def _established(self, conn: Connection, options: dict, server_side: bool) -> None:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
-        put = self.read_put
-        conn._reader = lambda: put(conn)
+        conn._reader = functools.partial(self._readable, conn)
         self.loop.add_reader(conn.fd, conn._reader)
         if options.get("ssl") is not None:
             conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))
