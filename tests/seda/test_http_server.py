@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 import seda
 from seda.http import Limits, Response, responses, serve
+from seda.http.request import BodyReader
 
 from conftest import WAIT
 
@@ -29,8 +31,9 @@ class App(seda.EventHandler):
 
     def handle_event(self, req):
         if req.path == "/echo":
+            body = req.stream.read() if req.stream is not None else req.body
             info = {"method": req.method, "path": req.path, "query": req.query,
-                    "version": req.version, "body": req.body.decode("latin-1"),
+                    "version": req.version, "body": body.decode("latin-1"),
                     "headers": [[k.decode("latin-1"), v.decode("latin-1")]
                                 for k, v in req.headers]}
             req.respond(Response(200, json.dumps(info).encode(), content_type="application/json"))
@@ -324,3 +327,65 @@ def test_random_and_mutated_requests_never_crash_the_server(shared_server, data)
     assert out == b"" or re.match(rb"HTTP/1\.[01] [1-5]\d\d ", out)
     stats = runtime.stats()
     assert stats["http"]["errors"] == 0 and stats["seda.io.read"]["errors"] == 0
+
+
+# -- streamed request bodies ---------------------------------------------------------------------
+
+class Digest(seda.EventHandler):
+    """Reads a streamed body in pieces (on a pool thread) and answers with its size and hash."""
+
+    def __init__(self) -> None:
+        self.errors: list = []
+        self.failed = threading.Event()
+
+    def handle_event(self, req):
+        h, size = hashlib.sha256(), 0
+        try:
+            while piece := (req.stream.read(50_000) if req.stream else req.body[size:]):
+                h.update(piece)
+                size += len(piece)
+        except ConnectionError as exc:
+            self.errors.append(exc)
+            self.failed.set()
+            return
+        req.respond(Response(200, f"{size} {h.hexdigest()}".encode()))
+
+
+def test_large_bodies_stream_to_the_application(rt):
+    rt.add_stage("app", Digest(), threads=2)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    body = os.urandom(5 * 2**20)
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("POST", "/", body=body)
+    assert c.getresponse().read() == f"{len(body)} {hashlib.sha256(body).hexdigest()}".encode()
+    sent = body[:420_000]                                           # chunked, 14 x 30 KB
+    c.request("POST", "/", body=(sent[i:i + 30_000] for i in range(0, len(sent), 30_000)),
+              encode_chunked=True)
+    assert c.getresponse().read() == f"{len(sent)} {hashlib.sha256(sent).hexdigest()}".encode()
+    c.close()
+
+
+def test_a_client_leaving_mid_body_does_not_hang_the_application(rt):
+    digest = Digest()
+    rt.add_stage("app", digest, threads=1)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 100_000)
+    assert digest.failed.wait(WAIT)
+    assert isinstance(digest.errors[0], ConnectionError)
+
+
+def test_the_body_reader_pauses_the_connection_when_the_application_lags():
+    calls = []
+    reader = BodyReader(lambda: calls.append("pause"), lambda: calls.append("resume"), limit=100)
+    reader.feed(b"a" * 60)
+    reader.feed(b"b" * 60)                     # 120 unread > 100: pause
+    assert calls == ["pause"]
+    assert reader.read(30) == b"a" * 30        # 90 left: not yet half the limit
+    assert calls == ["pause"]
+    assert reader.read(60) == b"a" * 30        # one piece at a time, like a socket
+    assert reader.read(60) == b"b" * 60 and calls == ["pause", "resume"]
+    reader.finish()
+    assert reader.read() == b""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
+import os
 import socket
 import sys
 import threading
@@ -156,3 +158,18 @@ def test_the_application_stage_sheds_with_503(rt):
 def test_broken_applications_get_500(rt, bad):
     r, _ = get(run(rt, bad))
     assert r.status == 500
+
+
+def test_wsgi_input_streams_a_large_body(rt):
+    def app(environ, start_response):
+        h, size, stream = hashlib.sha256(), 0, environ["wsgi.input"]
+        while piece := stream.read(65536):
+            h.update(piece)
+            size += len(piece)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"{size} {h.hexdigest()}".encode()]
+
+    body = os.urandom(3 * 2**20)
+    r, data = get(run(rt, app), "POST", "/", body)
+    assert r.status == 200
+    assert data == f"{len(body)} {hashlib.sha256(body).hexdigest()}".encode()

@@ -21,7 +21,7 @@ from ..io.sockets import SocketLayer
 from ..sink import SinkError
 from ..stage import EventHandler
 from . import response as responses
-from .request import HttpRequest
+from .request import BodyReader, HttpRequest
 from .response import Response, StreamBody, _Chunks
 
 log = logging.getLogger("seda")
@@ -38,6 +38,7 @@ class Limits:
     max_header_bytes: int = 65536      # 431 past it
     max_headers: int = 100             # 431 past it
     max_body: int = 10 * 2**20         # 413 past it
+    stream_body_over: int = 65536      # larger bodies go to the application as they arrive
     header_timeout: float = 10.0       # 408: from a request's first byte to its last header
     body_timeout: float = 60.0         # 408: from the last header to the end of the body
     keepalive_timeout: float = 15.0    # an idle keep-alive connection is closed after this
@@ -57,7 +58,7 @@ class HttpConnection:
     """Per-connection protocol state; also the httptools callback object."""
 
     __slots__ = (
-        "_body", "_body_size", "_expect", "_header_size", "_headers", "_url", "conn",
+        "_body", "_body_size", "_expect", "_header_size", "_headers", "_stream", "_url", "conn",
         "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
         "send_seq", "server", "state", "streaming",
     )
@@ -80,6 +81,7 @@ class HttpConnection:
         self._body: list[bytes] = []
         self._body_size = 0
         self._expect = False
+        self._stream: BodyReader | None = None    # the body of a request dispatched early
 
     # -- httptools callbacks (loop thread) ---------------------------------------------------------
 
@@ -125,14 +127,44 @@ class HttpConnection:
         self.deadline = time.monotonic() + limits.body_timeout
         if self._expect and self.send_seq == self.next_seq:
             self.conn.enqueue(_CONTINUE)       # nothing earlier is unanswered: in order
+        if length > limits.stream_body_over:
+            self._start_stream()
 
     def on_body(self, data: bytes) -> None:
         self._body_size += len(data)
         if self._body_size > self.server.limits.max_body:
             raise _Refuse(responses.payload_too_large())
+        if self._stream is not None:
+            self._stream.feed(data)
+            return
         self._body.append(data)
+        if self._body_size > self.server.limits.stream_body_over:   # a chunked body grew large
+            self._start_stream()
+
+    def _start_stream(self) -> None:
+        """Hand the request over now and its body as it arrives (what came so far first)."""
+        conn, loop = self.conn, self.server.rt.loop
+        self._stream = BodyReader(conn.pause_reading,
+                                  lambda: loop.call_soon_threadsafe(conn.resume_reading))
+        for piece in self._body:
+            self._stream.feed(piece)
+        self._body = []
+        request = self._request()
+        request.stream = self._stream
+        self._dispatch(request)
+        self.state = "body"
 
     def on_message_complete(self) -> None:
+        if self._stream is not None:           # dispatched already; the body is complete
+            self._stream.finish()
+            self._stream = None
+            self.state = "idle"
+            self.idle_since = time.monotonic()
+            return
+        self._dispatch(self._request())
+
+    def _request(self) -> HttpRequest:
+        """The request parsed so far, with the next sequence number."""
         parser = self.parser
         url = b"".join(self._url)
         if url[:1] == b"/":
@@ -147,13 +179,16 @@ class HttpConnection:
             path, query = parsed.path or b"/", parsed.query or b""
         seq = self.next_seq
         self.next_seq += 1
-        request = HttpRequest(
+        return HttpRequest(
             parser.get_method().decode("ascii"), url.decode("latin-1"), path.decode("latin-1"),
             query.decode("latin-1"), self._headers,
             self._body[0] if len(self._body) == 1 else b"".join(self._body),
             parser.get_http_version(), self, seq, parser.should_keep_alive())
+
+    def _dispatch(self, request: HttpRequest) -> None:
+        """Hand a request to the user's sink; one it refuses is answered 503 at once."""
         self.state = "idle"
-        self.idle_since = self.dispatched[seq] = time.monotonic()
+        self.idle_since = self.dispatched[request.seq] = time.monotonic()
         try:
             self.server.sink.enqueue(request)
         except SinkError:                      # shed: answer at once, keep the connection
@@ -197,14 +232,28 @@ class HttpConnection:
         """Answer what was asked before the peer stopped sending, then close."""
         if self.state in ("headers", "body"):      # a request cut short: nothing to answer
             self.state = "broken"
+            self.cut_stream()
             self.conn.close()
         elif self.state != "broken":
             self.state = "eof"
             if self.send_seq == self.next_seq:
                 self.conn.close()
 
+    def cut_stream(self) -> None:
+        """A streamed body will not complete: its reader raises instead of waiting forever."""
+        if self._stream is not None:
+            self._stream.finish(ConnectionError("the client stopped sending the body"))
+            self._stream = None
+
     def fail(self, response: Response) -> None:
-        """Answer the request being read with ``response`` (after those before it), then close."""
+        """Answer the request being read with ``response`` (after those before it), then close.
+        A request whose body was streaming is already with the application: drop the
+        connection, there is no way to answer it in order."""
+        if self._stream is not None:
+            self.cut_stream()
+            self.state = "broken"
+            self.conn.abort()
+            return
         self.state = "broken"
         seq = self.next_seq
         self.next_seq += 1
@@ -329,7 +378,8 @@ class HttpConnection:
             self.state = "broken"
             items, _ = responses.server_error().encode(False, False, False)
             self._deliver(self.send_seq, items, False)
-        elif self.state in ("headers", "body") and now > self.deadline:
+        elif (self.state in ("headers", "body") and now > self.deadline
+              and not (self._stream is not None and self._stream.paused)):
             self.server.timeouts += 1
             self.fail(responses.request_timeout())
         elif (self.state == "idle" and self.send_seq == self.next_seq
@@ -388,7 +438,9 @@ class HttpServer(EventHandler):
                 else:
                     connections[ev.conn] = HttpConnection(self, ev.conn)
             elif kind is Closed or kind is Failed:
-                connections.pop(ev.conn, None)
+                state = connections.pop(ev.conn, None)
+                if state is not None:
+                    state.cut_stream()
             elif kind is _Pump:
                 ev.state._pump()
             elif kind is _Tick:

@@ -66,7 +66,7 @@ class WsgiHandler(EventHandler):
             "REMOTE_PORT": str(peer[1]),
             "wsgi.version": (1, 0),
             "wsgi.url_scheme": self.url_scheme,
-            "wsgi.input": io.BytesIO(req.body),
+            "wsgi.input": req.stream if req.stream is not None else io.BytesIO(req.body),
             "wsgi.input_terminated": True,
             "wsgi.errors": self._errors,
             "wsgi.multithread": True,
