@@ -313,23 +313,32 @@ class HttpConnection:
                 conn.abort()
                 return
             self.dispatched.pop(self.send_seq, None)
-            self.send_seq += 1
-            if not keep:
-                conn.close()
-                self.state = "broken"
-                return
-            nxt = self.ready.pop(self.send_seq, None)
+            nxt = self._sent(keep)
             if nxt is None:
-                break
+                return
             items, keep = nxt
-        if self.send_seq == self.next_seq:
+
+    def _sent(self, keep: bool) -> tuple[list, bool] | None:
+        """The response at ``send_seq`` is on its way: move on, and return the next response
+        if it is ready already."""
+        conn = self.conn
+        self.send_seq += 1
+        if not keep:
+            conn.close()
+            self.state = "broken"
+            return None
+        nxt = self.ready.pop(self.send_seq, None)
+        if nxt is not None:
+            return nxt
+        if self.send_seq == self.next_seq:     # every request answered
             if self.state == "eof":
                 conn.close()
-                return
+                return None
             self.idle_since = time.monotonic()
         if self.paused and self.next_seq - self.send_seq < self.server.limits.max_pipelined:
             self.paused = False
             conn.resume_reading()
+        return None
 
     def _wake_stream(self) -> None:
         """From any thread: the streamed body has news; pump it on the loop thread."""
@@ -356,16 +365,9 @@ class HttpConnection:
             return
         if finished:
             self.streaming = None
-            self.send_seq += 1
-            if not keep:
-                conn.close()
-                self.state = "broken"
-                return
-            nxt = self.ready.pop(self.send_seq, None)
+            nxt = self._sent(keep)
             if nxt is not None:
                 self._deliver(self.send_seq, *nxt)
-            elif self.send_seq == self.next_seq and self.state == "eof":
-                conn.close()
 
     # -- timeouts (loop thread) --------------------------------------------------------------------
 
