@@ -65,11 +65,11 @@ def test_predicates_can_be_swapped_at_run_time(rt):
     rt.start()
     qd = QueueDelay()
     stage.sink.predicate = qd
-    assert qd.observe in stage.observers and qd in rt.control._heap[-1]
+    assert qd.observe in stage.observers and qd in rt.control
     stage.sink.enqueue("timed")
     assert end.wait(1) == ["timed"]             # observed stages still deliver the event
     stage.sink.predicate = TokenBucket(rate=0, depth=1)
-    assert qd.observe not in stage.observers and qd.stage is None
+    assert qd.observe not in stage.observers and qd.stage is None and qd not in rt.control
     assert stage.sink.enqueue_lossy("one") and not stage.sink.enqueue_lossy("two")
     assert end.wait(2) == ["timed", "one"]
 

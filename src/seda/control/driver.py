@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import heapq
-import itertools
+import functools
 import logging
-import threading
 import time
 from typing import Any
+
+from ..scheduler import Scheduler
 
 log = logging.getLogger("seda")
 
@@ -41,58 +41,39 @@ class Controller:
 
 
 class ControlThread:
-    """One thread, a heap of due times; controllers can be added and removed while it runs."""
+    """Ticks every controller every ``period`` seconds on one thread; controllers can be added
+    and removed while it runs."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Controller]] = []
+        self._scheduler = Scheduler("seda:control")
         self._active: set[int] = set()       # ids of controllers still registered
-        self._seq = itertools.count()
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stopped = False
 
     def add(self, controller: Controller) -> None:
-        with self._cond:
-            if id(controller) in self._active:
-                return
-            self._active.add(id(controller))
-            heapq.heappush(self._heap, (time.monotonic() + controller.period, next(self._seq),
-                                        controller))
-            self._cond.notify()
+        if id(controller) in self._active:
+            return
+        self._active.add(id(controller))
+        due = time.monotonic() + controller.period
+        self._scheduler.call_at(due, functools.partial(self._tick, controller, due))
 
     def remove(self, controller: Controller) -> None:
-        with self._cond:
-            self._active.discard(id(controller))     # dropped from the heap when next due
+        self._active.discard(id(controller))        # not ticked again
+
+    def __contains__(self, controller: Controller) -> bool:
+        return id(controller) in self._active
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="seda:control", daemon=True)
-        self._thread.start()
+        self._scheduler.start()
 
     def stop(self, timeout: float = 1.0) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._scheduler.stop(timeout)
 
-    def _run(self) -> None:
-        heap, cond = self._heap, self._cond
-        while True:
-            with cond:
-                while not self._stopped:
-                    wait = heap[0][0] - time.monotonic() if heap else None
-                    if wait is not None and wait <= 0:
-                        break
-                    cond.wait(wait)
-                if self._stopped:
-                    return
-                due, _, controller = heapq.heappop(heap)
-                if id(controller) not in self._active:
-                    continue
-                # next due time from the scheduled one, so a slow tick does not drift the period
-                heapq.heappush(heap, (max(due + controller.period, time.monotonic()),
-                                      next(self._seq), controller))
-            try:
-                controller.tick(time.monotonic())
-            except Exception:
-                log.exception("controller %s raised", type(controller).__name__)
+    def _tick(self, controller: Controller, due: float) -> None:
+        if id(controller) not in self._active:
+            return
+        # the next due time follows from this one, so a slow tick does not drift the period
+        nxt = max(due + controller.period, time.monotonic())
+        self._scheduler.call_at(nxt, functools.partial(self._tick, controller, nxt))
+        try:
+            controller.tick(time.monotonic())
+        except Exception:
+            log.exception("controller %s raised", type(controller).__name__)
