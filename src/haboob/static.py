@@ -1,0 +1,114 @@
+"""What a static-file request means, apart from any I/O scheduling: a safe path under the root,
+the file's validators, and the HTTP rules for conditional and partial responses."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import stat
+from email.utils import formatdate, parsedate_to_datetime
+from urllib.parse import unquote
+
+
+class Refused(Exception):
+    """The request cannot be served from the root: ``status`` says why (403 or 404)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[str, str]:
+    """Map a URL path to ``("file", filesystem path)`` or ``("redirect", location)``.
+
+    Refuses with 403 anything that could leave the root: ``..`` segments in any encoding,
+    backslashes, NUL, and symbolic links pointing outside (unless ``allow_outside``); 404 for
+    what does not exist. A directory without its trailing slash redirects to it; with one it
+    serves its index.html."""
+    if "\\" in url_path or "\x00" in url_path:
+        raise Refused(403, "backslash or NUL in the path")
+    try:
+        decoded = unquote(url_path, errors="strict")
+    except UnicodeDecodeError:
+        raise Refused(404, "the path is not UTF-8") from None
+    if "\\" in decoded or "\x00" in decoded:
+        raise Refused(403, "backslash or NUL in the decoded path")
+    segments = decoded.split("/")
+    if ".." in segments:
+        raise Refused(403, "'..' in the path")
+    relative = "/".join(s for s in segments if s and s != ".")
+    base = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(base, relative))
+    if not allow_outside and real != base and not real.startswith(base + os.sep):
+        raise Refused(403, "the path leads outside the root")
+    try:
+        mode = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise Refused(404, "no such file") from None
+    except PermissionError:
+        raise Refused(403, "not readable") from None
+    if stat.S_ISDIR(mode):
+        if not decoded.endswith("/"):
+            return "redirect", url_path + "/"
+        real = os.path.join(real, "index.html")
+        if not os.path.isfile(real):
+            raise Refused(404, "no index.html in the directory")
+    elif not stat.S_ISREG(mode):
+        raise Refused(403, "not a regular file")
+    return "file", real
+
+
+def content_type(path: str) -> str:
+    kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
+        kind += "; charset=utf-8"
+    return kind
+
+
+def etag(st: os.stat_result) -> str:
+    return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+
+def last_modified(st: os.stat_result) -> str:
+    return formatdate(st.st_mtime, usegmt=True)
+
+
+def not_modified(if_none_match: str | None, if_modified_since: str | None, tag: str,
+                 mtime: float) -> bool:
+    """RFC 9110 13.1: If-None-Match (weak comparison) wins over If-Modified-Since."""
+    if if_none_match is not None:
+        if if_none_match.strip() == "*":
+            return True
+        weak = tag.removeprefix("W/")
+        return any(t.strip().removeprefix("W/") == weak for t in if_none_match.split(","))
+    if if_modified_since is not None:
+        try:
+            since = parsedate_to_datetime(if_modified_since).timestamp()
+        except (TypeError, ValueError, IndexError):
+            return False                     # an unreadable date is ignored
+        return int(mtime) <= since
+    return False
+
+
+UNSATISFIABLE = "unsatisfiable"
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
+    """A single ``Range: bytes=`` as inclusive ``(first, last)``; None to send the whole file
+    (no header, a malformed one, or several ranges, which a server may ignore); UNSATISFIABLE
+    for 416."""
+    if header is None or not header.startswith("bytes=") or "," in header:
+        return None
+    first, sep, last = header[6:].strip().partition("-")
+    if not sep or not (first or last) or not (first or "0").isdigit() \
+            or not (last or "0").isdigit():
+        return None
+    if not first:                            # a suffix: the last n bytes
+        n = int(last)
+        return (max(0, size - n), size - 1) if n > 0 and size > 0 else UNSATISFIABLE
+    start = int(first)
+    if last and int(last) < start:
+        return None                          # syntactically invalid: ignore the header
+    if start >= size:
+        return UNSATISFIABLE
+    return start, min(int(last) if last else size - 1, size - 1)

@@ -1,0 +1,64 @@
+"""The page cache: byte budget and the three replacement policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from haboob.cache import PageCache
+
+
+def fill(cache, *items):
+    for key, size in items:
+        assert cache.put(key, f"value of {key}", size)
+
+
+def test_lru_evicts_the_least_recently_used():
+    cache = PageCache(budget=30, policy="lru")
+    fill(cache, ("a", 10), ("b", 10), ("c", 10))
+    cache.get("a")
+    fill(cache, ("d", 10))
+    assert set(cache.entries) == {"a", "c", "d"} and cache.evictions == 1
+
+
+def test_lfu_evicts_the_least_frequently_used():
+    cache = PageCache(budget=30, policy="lfu")
+    fill(cache, ("a", 10), ("b", 10), ("c", 10))
+    for _ in range(3):
+        cache.get("a")
+    cache.get("b")
+    fill(cache, ("d", 10))
+    assert "c" not in cache and {"a", "b", "d"} <= set(cache.entries)
+    fill(cache, ("e", 10))                  # d (1 use, newest) goes before b (2 uses)
+    assert "d" not in cache and "b" in cache
+
+
+def test_greedy_dual_size_prefers_to_keep_small_files():
+    cache = PageCache(budget=1000, policy="gds", max_entry=1000)
+    fill(cache, ("small", 10), ("big", 900), ("tiny", 5))
+    fill(cache, ("another", 90))            # the big one goes, though it is not the oldest
+    assert "big" not in cache and {"small", "tiny", "another"} <= set(cache.entries)
+
+
+def test_greedy_dual_size_ages_out_what_is_no_longer_used():
+    cache = PageCache(budget=30, policy="gds")
+    fill(cache, ("old", 10))
+    for i in range(20):                     # a stream of equally sized, used-once files
+        fill(cache, (f"new{i}", 10))
+    assert "old" not in cache
+
+
+def test_budget_entry_limit_and_accounting():
+    cache = PageCache(budget=100, policy="lru", max_entry=50)
+    assert not cache.put("huge", "x", 51)
+    fill(cache, ("a", 50), ("b", 50))
+    assert cache.used == 100
+    fill(cache, ("a", 20))                  # replacing an entry frees its old size
+    assert cache.used == 70 and cache.get("a") == "value of a"
+    assert cache.get("missing") is None and (cache.hits, cache.misses) == (1, 1)
+    cache.remove("a")
+    assert cache.used == 50 and len(cache) == 1
+
+
+def test_unknown_policy():
+    with pytest.raises(ValueError, match="lru, lfu, gds"):
+        PageCache(policy="fifo")

@@ -1,0 +1,92 @@
+"""Static-file rules: safe resolution under the root, validators, conditionals, ranges."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from haboob.static import (
+    UNSATISFIABLE,
+    Refused,
+    byte_range,
+    content_type,
+    etag,
+    not_modified,
+    resolve,
+)
+
+
+@pytest.fixture
+def root(tmp_path):
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "index.html").write_text("home")
+    (site / "docs" / "index.html").write_text("docs")
+    (site / "a file.txt").write_text("spaces")
+    (tmp_path / "secret").write_text("outside")
+    os.symlink(tmp_path / "secret", site / "escape")
+    os.symlink(site / "a file.txt", site / "inside-link")
+    return str(site)
+
+
+def test_files_directories_and_redirects(root):
+    assert resolve(root, "/") == ("file", os.path.join(os.path.realpath(root), "index.html"))
+    assert resolve(root, "/docs") == ("redirect", "/docs/")
+    assert resolve(root, "/docs/")[1].endswith("docs/index.html")
+    assert resolve(root, "/a%20file.txt")[1].endswith("a file.txt")
+    assert resolve(root, "/inside-link")[1].endswith("a file.txt")
+    assert resolve(root, "/./docs/./index.html")[1].endswith("docs/index.html")
+
+
+@pytest.mark.parametrize("path", [
+    "/../secret", "/docs/../../secret", "/%2e%2e/secret", "/%2E%2E%2Fsecret",
+    "/docs/%2e%2e/%2e%2e/secret", "/..%2fsecret", "/..\\secret", "/%5c..%5csecret",
+    "/index.html%00.txt", "/escape",
+])
+def test_nothing_leaves_the_root(root, path):
+    with pytest.raises(Refused) as info:
+        resolve(root, path)
+    assert info.value.status == 403
+
+
+def test_symlinks_outside_only_when_allowed(root):
+    assert resolve(root, "/escape", allow_outside=True)[1].endswith("secret")
+
+
+@pytest.mark.parametrize("path, status", [("/missing", 404), ("/index.html/x", 404),
+                                          ("/%ff", 404)])
+def test_missing_things(root, path, status):
+    with pytest.raises(Refused) as info:
+        resolve(root, path)
+    assert info.value.status == status
+
+
+def test_content_types():
+    assert content_type("a.html") == "text/html; charset=utf-8"
+    assert content_type("a.png") == "image/png"
+    assert content_type("a.unknownext") == "application/octet-stream"
+
+
+def test_conditionals(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    st = os.stat(f)
+    tag = etag(st)
+    assert not_modified(tag, None, tag, st.st_mtime)
+    assert not_modified(f'"other", W/{tag}', None, tag, st.st_mtime)
+    assert not_modified("*", None, tag, st.st_mtime)
+    assert not not_modified('"other"', "Sat, 01 Jan 2500 00:00:00 GMT", tag, st.st_mtime)
+    assert not_modified(None, "Sat, 01 Jan 2500 00:00:00 GMT", tag, st.st_mtime)
+    assert not not_modified(None, "Sat, 01 Jan 2000 00:00:00 GMT", tag, st.st_mtime)
+    assert not not_modified(None, "not a date", tag, st.st_mtime)
+
+
+@pytest.mark.parametrize("header, expected", [
+    (None, None), ("bytes=0-9", (0, 9)), ("bytes=90-", (90, 99)), ("bytes=-10", (90, 99)),
+    ("bytes=95-200", (95, 99)), ("bytes=100-", UNSATISFIABLE), ("bytes=-0", UNSATISFIABLE),
+    ("bytes=-500", (0, 99)), ("bytes=5-2", None), ("bytes=0-1,5-6", None), ("items=0-1", None),
+    ("bytes=a-b", None), ("bytes=-", None),
+])
+def test_byte_ranges(header, expected):
+    assert byte_range(header, 100) == expected
