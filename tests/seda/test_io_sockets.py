@@ -298,3 +298,28 @@ def test_stopping_stops_accepting_and_reading_first_then_drains(rt, caplog):
             while c.recv(65536):
                 pass                                    # ends: the server closed it
         c.close()
+
+
+def test_a_file_segment_is_confirmed_when_sent_or_abandoned(rt, tmp_path):
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    (tmp_path / "f").write_bytes(b"f" * 100_000)
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            conn = seen.wait(1)[0].conn
+            conn.enqueue(FileSegment(fd, 0, 100_000, rt.sink("owner"), "sent"))
+            assert recv_exactly(c, 100_000) == b"f" * 100_000
+            assert seen.wait(2)[1].tag == "sent"
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            conn = [e.conn for e in seen.wait(4) if isinstance(e, Connected)][1]
+            for i in range(30):                 # far more than the socket takes unread
+                conn.enqueue(FileSegment(fd, 0, 100_000, rt.sink("owner"), i))
+            conn.abort()
+            tags = {e.tag for e in seen.wait(4 + 30 + 1) if isinstance(e, WriteDone)}
+            assert tags == {"sent", *range(30)}  # every one released, sent or not
+    finally:
+        os.close(fd)

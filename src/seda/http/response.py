@@ -118,7 +118,8 @@ class Response:
             lines.append(body)
             return [b"".join(lines)], keep_alive
         if isinstance(body, FileBody):
-            return [b"".join(lines), FileSegment(body.fd, body.offset, body.count)], keep_alive
+            segment = FileSegment(body.fd, body.offset, body.count, body.done, body.tag)
+            return [b"".join(lines), segment], keep_alive
         if isinstance(body, StreamBody):
             return [b"".join(lines), body], keep_alive
         return [b"".join(lines), _Chunks(body, chunked)], keep_alive
@@ -126,12 +127,14 @@ class Response:
 
 class FileBody:
     """``count`` bytes of an open file from ``offset``, sent with sendfile. The file must stay
-    open until the response is sent (a page cache keeps its files open)."""
+    open until the response is sent: ``done`` gets ``WriteDone(conn, tag)`` once it is, or once
+    the connection closed without sending it."""
 
-    __slots__ = ("count", "fd", "offset")
+    __slots__ = ("count", "done", "fd", "offset", "tag")
 
-    def __init__(self, fd: int, offset: int, count: int) -> None:
-        self.fd, self.offset, self.count = fd, offset, count
+    def __init__(self, fd: int, offset: int, count: int, done: Any = None,
+                 tag: Any = None) -> None:
+        self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag
 
 
 class _Chunks:

@@ -64,7 +64,7 @@ class Failed:
 
 class Send:
     """Outgoing data whose transmission should be confirmed with a ``WriteDone(conn, tag)``
-    event on ``done``."""
+    event on ``done`` (sent, or abandoned because the connection closed)."""
 
     __slots__ = ("data", "done", "tag")
 
@@ -74,9 +74,11 @@ class Send:
 
 class FileSegment:
     """``count`` bytes of an open file from ``offset``, sent with ``os.sendfile`` (no copy
-    through Python). The caller keeps the file open until the connection has sent it."""
+    through Python). The file must stay open until the connection is done with it: give a
+    ``done`` sink to get ``WriteDone(conn, tag)`` then (also if the connection closes first)."""
 
-    __slots__ = ("count", "fd", "offset")
+    __slots__ = ("count", "done", "fd", "offset", "tag")
 
-    def __init__(self, fd: int, offset: int, count: int) -> None:
-        self.fd, self.offset, self.count = fd, offset, count
+    def __init__(self, fd: int, offset: int, count: int, done: Any = None,
+                 tag: Any = None) -> None:
+        self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag

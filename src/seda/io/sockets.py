@@ -230,6 +230,9 @@ class Connection:
                         out.appendleft(item)
                         return
                     chunks, size = [], 0
+                    if item.done is not None:
+                        self._completions.append((item.done, item.tag))
+                        item = FileSegment(item.fd, item.offset, item.count)
                     if self.tls is not None:             # no sendfile through TLS
                         item = self._read_piece(item)
                     else:
@@ -325,8 +328,13 @@ class Connection:
         self._layer.forget(self)
         with contextlib.suppress(OSError):
             self.sock.close()
+        # what will never be sent is done with all the same: its owners may release it
+        abandoned = [(i.done, i.tag) for i in self.out
+                     if isinstance(i, (Send, FileSegment)) and i.done is not None]
         self.out.clear()
         self._buffer = None
+        self._completions.extend(abandoned)
+        self._confirm()
         event = Closed(self, error) if self.connected else Failed(self, error or ConnectionError())
         self.owner.enqueue_lossy(event)
 
