@@ -1,4 +1,4 @@
-# make run: start the main job; make test: install and run the tests.
+# make run: start Haboob on examples/; make test: install and run the tests.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) examples/pipeline.py
+	cd examples && ../$(VENV)/bin/haboob --root site --mount /app=demo_app:app --bind 127.0.0.1:8000
 
 test: $(STAMP)
 	$(PY) -m pytest -q

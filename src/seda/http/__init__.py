@@ -2,7 +2,7 @@
 
 from . import response as responses
 from .request import HttpRequest
-from .response import FileBody, Response, StreamBody, date_line, status_line
+from .response import FileBody, Prepared, Response, StreamBody, date_line, prepare_head, status_line
 from .server import HttpConnection, HttpServer, Limits, serve
 from .wsgi import WsgiHandler, mount
 
@@ -12,11 +12,13 @@ __all__ = [
     "HttpRequest",
     "HttpServer",
     "Limits",
+    "Prepared",
     "Response",
     "StreamBody",
     "WsgiHandler",
     "date_line",
     "mount",
+    "prepare_head",
     "responses",
     "serve",
     "status_line",

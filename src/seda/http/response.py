@@ -125,6 +125,28 @@ class Response:
         return [b"".join(lines), _Chunks(body, chunked)], keep_alive
 
 
+class Prepared:
+    """A response whose headers were encoded once (a page cache's entry): per request only the
+    status line, the Date and, if needed, a Connection header are added."""
+
+    __slots__ = ("body", "head", "status")
+
+    def __init__(self, status: int, head: bytes, body: bytes = b"") -> None:
+        self.status, self.head, self.body = status, head, body
+
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
+        connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
+                      else b"" if keep_alive else b"connection: close\r\n")
+        status = status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
+        body = b"" if head_only else self.body
+        return [b"".join((status, date_line(), connection, self.head, b"\r\n", body))], keep_alive
+
+
+def prepare_head(headers: list[tuple[str, str]]) -> bytes:
+    """Header lines for a ``Prepared`` response, checked and encoded once."""
+    return _header_bytes(headers)
+
+
 class FileBody:
     """``count`` bytes of an open file from ``offset``, sent with sendfile. The file must stay
     open until the response is sent: ``done`` gets ``WriteDone(conn, tag)`` once it is, or once

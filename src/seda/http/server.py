@@ -16,7 +16,7 @@ from typing import Any
 
 import httptools
 
-from ..io.events import Closed, Connected, Failed, Packet
+from ..io.events import Closed, Connected, Failed, FileSegment, Packet, WriteDone
 from ..io.sockets import SocketLayer
 from ..sink import SinkError
 from ..stage import EventHandler
@@ -298,8 +298,7 @@ class HttpConnection:
         conn = self.conn
         while True:
             if conn.closed:
-                if type(items[-1]) is StreamBody:
-                    items[-1].broken()
+                self.release(items)
                 return
             if type(items[-1]) is StreamBody:  # the rest follows as the producer writes it
                 self.streaming = (items[-1], keep)
@@ -317,6 +316,23 @@ class HttpConnection:
             if nxt is None:
                 return
             items, keep = nxt
+
+    def release(self, items: list | None = None) -> None:
+        """The connection is gone: free what unsent responses hold (a producer blocked on a
+        stream, a file descriptor waiting for its WriteDone). Without ``items``: all of them."""
+        batches = [items] if items is not None else [i for i, _ in self.ready.values()]
+        if items is None:
+            self.ready.clear()
+            self.cut_stream()
+            if self.streaming is not None:
+                self.streaming[0].broken()
+                self.streaming = None
+        for batch in batches:
+            for item in batch:
+                if type(item) is StreamBody:
+                    item.broken()
+                elif type(item) is FileSegment and item.done is not None:
+                    item.done.enqueue_lossy(WriteDone(self.conn, item.tag))
 
     def _sent(self, keep: bool) -> tuple[list, bool] | None:
         """The response at ``send_seq`` is on its way: move on, and return the next response
@@ -442,7 +458,7 @@ class HttpServer(EventHandler):
             elif kind is Closed or kind is Failed:
                 state = connections.pop(ev.conn, None)
                 if state is not None:
-                    state.cut_stream()
+                    state.release()
             elif kind is _Pump:
                 ev.state._pump()
             elif kind is _Tick:

@@ -1,0 +1,244 @@
+"""Haboob's stages (thesis 6.1, Fig. 36): HttpRecv dispatches, PageCache answers from memory,
+CacheMiss reads from disk, and each WSGI application runs in a stage of its own.
+
+    http (seda.http) -> haboob.recv -> haboob.cache -> haboob.miss (pool)
+                                  \\-> one stage per mounted application (pool)
+
+Only the PageCache stage touches the cache: CacheMiss sends what it loaded back as an event.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import seda
+from seda.control import ThreadPoolController
+from seda.http import FileBody, Prepared, Response, mount, prepare_head, responses, serve
+from seda.io import WriteDone
+
+from .cache import PageCache
+from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
+from .static import not_modified as is_not_modified
+
+_GET_HEAD = ("GET", "HEAD")
+
+
+@dataclass
+class Options:
+    root: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    cache_bytes: int = 200 * 2**20
+    cache_policy: str = "lru"
+    max_entry: int = 2**20              # larger files are not cached: they go by sendfile
+    recheck: float = 1.0                # seconds before a cached file is checked for changes
+    allow_outside: bool = False         # follow symlinks out of the root
+    apps: list[tuple[str, Any]] = field(default_factory=list)    # (prefix, WSGI app)
+    threads: int = 16                   # most threads per application / for cache misses
+
+
+class Entry:
+    """A cached file: its validators and its 200 and 304 responses, prepared once."""
+
+    __slots__ = ("body", "checked", "ctype", "etag", "key", "modified", "mtime", "not_modified",
+                 "ok", "path", "size")
+
+    def __init__(self, key: str, path: str, st: os.stat_result, body: bytes) -> None:
+        self.key, self.path, self.body, self.size = key, path, body, st.st_size
+        self.mtime, self.etag, self.modified = st.st_mtime, etag(st), last_modified(st)
+        self.ctype = content_type(path)
+        self.checked = time.monotonic()
+        validators = [("etag", self.etag), ("last-modified", self.modified)]
+        self.ok = Prepared(200, prepare_head([("content-type", self.ctype),
+                                              ("content-length", str(len(body))),
+                                              ("accept-ranges", "bytes"), *validators]), body)
+        self.not_modified = Prepared(304, prepare_head(validators))
+
+
+def answer(req: Any, entry: Entry, body: Any = None) -> None:
+    """Answer a GET or HEAD for a known file: 304, 206, 416 or 200 (``body`` for files that
+    are not in memory: a FileBody factory ``body(offset, count)``)."""
+    if is_not_modified(req.header("if-none-match"), req.header("if-modified-since"),
+                       entry.etag, entry.mtime):
+        req.respond(entry.not_modified)
+        return
+    wanted = req.header("range")
+    if wanted is not None and req.header("if-range") not in (None, entry.etag, entry.modified):
+        wanted = None                        # the client's copy is stale: send it all
+    span = byte_range(wanted, entry.size)
+    if span == UNSATISFIABLE:
+        req.respond(responses.range_not_satisfiable(entry.size))
+        return
+    headers = [("etag", entry.etag), ("last-modified", entry.modified)]
+    if span is not None:
+        first, last = span
+        part = (body(first, last - first + 1) if body is not None
+                else entry.body[first:last + 1])
+        req.respond(responses.partial_content(part, first, last, entry.size, entry.ctype,
+                                              headers))
+    elif body is not None:
+        req.respond(Response(200, body(0, entry.size), [("accept-ranges", "bytes"), *headers],
+                             entry.ctype))
+    else:
+        req.respond(entry.ok)
+
+
+class HttpRecv(seda.EventHandler):
+    """Sends each request to the application mounted at the longest matching prefix, or to
+    the page cache."""
+
+    def __init__(self, routes: list[tuple[str, Any]], static: bool) -> None:
+        self.routes = sorted(routes, key=lambda r: -len(r[0]))    # longest prefix first
+        self.static = static
+
+    def init(self, ctx: Any) -> None:
+        self.cache = ctx.runtime.sink("haboob.cache") if self.static else None
+
+    def handle_event(self, req: Any) -> None:
+        path = req.path
+        for prefix, sink in self.routes:
+            if prefix == "/" and self.cache is not None:
+                break                        # the root app gets what no file answers
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                self._send(sink, req)
+                return
+        if self.cache is not None:
+            self._send(self.cache, req)
+        else:
+            req.respond(responses.not_found())
+
+    @staticmethod
+    def _send(sink: Any, req: Any) -> None:
+        try:
+            sink.enqueue(req)
+        except seda.SinkError:               # overload: answer at once, never hang
+            req.respond(responses.service_unavailable())
+
+
+class _Loaded:
+    """CacheMiss -> PageCache: a file read from disk, to keep."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: Entry) -> None:
+        self.entry = entry
+
+
+class PageCacheStage(seda.EventHandler):
+    """Answers hits from memory, hits before misses and short before long in each batch (SCF,
+    thesis 6.1.1); misses and stale entries go to CacheMiss."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry)
+
+    def init(self, ctx: Any) -> None:
+        self.miss = ctx.runtime.sink("haboob.miss")
+
+    def handle_events(self, events: list) -> None:
+        hits, now, cache = [], time.monotonic(), self.cache
+        for ev in events:
+            if type(ev) is _Loaded:
+                cache.put(ev.entry.key, ev.entry, ev.entry.size)
+                continue
+            if ev.method not in _GET_HEAD:
+                ev.respond(responses.method_not_allowed(_GET_HEAD))
+                continue
+            entry = cache.get(ev.path)
+            if entry is None or now - entry.checked > self.options.recheck:
+                try:
+                    self.miss.enqueue(ev)
+                except seda.SinkError:
+                    ev.respond(responses.service_unavailable())
+            else:
+                hits.append((entry.size, entry, ev))
+        if len(hits) > 1:
+            hits.sort(key=lambda h: h[0])
+        for _, entry, req in hits:
+            answer(req, entry)
+
+
+class CacheMiss(seda.EventHandler):
+    """Resolves, stats and reads files (blocking calls: this stage has its own pool)."""
+
+    def __init__(self, options: Options, fallback: Any = None) -> None:
+        self.options, self.fallback = options, fallback
+
+    def init(self, ctx: Any) -> None:
+        self.cache = ctx.runtime.sink("haboob.cache")
+        self.closer = ctx.runtime.sink("haboob.close")
+
+    def handle_event(self, req: Any) -> None:
+        options = self.options
+        try:
+            kind, path = resolve(options.root, req.path, allow_outside=options.allow_outside)
+        except Refused as refusal:
+            if refusal.status == 404 and self.fallback is not None:
+                HttpRecv._send(self.fallback, req)
+            else:
+                req.respond(responses.not_found() if refusal.status == 404
+                            else responses.forbidden())
+            return
+        if kind == "redirect":
+            location = path + ("?" + req.query if req.query else "")
+            req.respond(responses.redirect(location, permanent=True))
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            req.respond(responses.not_found())
+            return
+        st = os.fstat(fd)
+        if st.st_size > options.max_entry:   # too big to keep: sendfile from this descriptor
+            entry = Entry(req.path, path, st, b"")
+            closer = self.closer
+            answer(req, entry, lambda offset, count: FileBody(fd, offset, count, closer, fd))
+            if req.method == "HEAD" or self._answered_without_body(req, entry):
+                os.close(fd)                 # no FileSegment will carry it
+            return
+        try:
+            body = os.pread(fd, st.st_size, 0)
+        finally:
+            os.close(fd)
+        entry = Entry(req.path, path, st, body)
+        self.cache.enqueue_lossy(_Loaded(entry))
+        answer(req, entry)
+
+    @staticmethod
+    def _answered_without_body(req: Any, entry: Entry) -> bool:
+        wanted = req.header("range")
+        return (is_not_modified(req.header("if-none-match"), req.header("if-modified-since"),
+                                entry.etag, entry.mtime)
+                or (wanted is not None and byte_range(wanted, entry.size) == UNSATISFIABLE))
+
+
+class Closer(seda.EventHandler):
+    """Closes descriptors of uncached files once their response is sent (WriteDone)."""
+
+    def handle_event(self, ev: Any) -> None:
+        if type(ev) is WriteDone:
+            os.close(ev.tag)
+
+
+def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
+    """Add Haboob's stages to ``rt`` and listen; returns the listener."""
+    routes, fallback = [], None
+    for i, (prefix, app) in enumerate(options.apps):
+        sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix.rstrip("/"),
+                     threads=ThreadPoolController(max=options.threads, queue_threshold=4),
+                     server_name=options.host, server_port=options.port)
+        routes.append((prefix, sink))
+        if prefix == "/":
+            fallback = sink
+    static = options.root is not None
+    if static:
+        rt.add_stage("haboob.close", Closer(), blocking=False)
+        rt.add_stage("haboob.miss", CacheMiss(options, fallback),
+                     threads=ThreadPoolController(max=options.threads, queue_threshold=4),
+                     batch=1)
+        rt.add_stage("haboob.cache", PageCacheStage(options), blocking=False, batch=256)
+    rt.add_stage("haboob.recv", HttpRecv(routes, static), blocking=False, batch=256)
+    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock)

@@ -1,0 +1,142 @@
+"""Haboob end to end: the haboob command's stages against real HTTP clients."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import seda
+from haboob.server import Options, build
+
+WAIT = 10.0
+
+
+def hello_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"app saw " + environ["PATH_INFO"].encode()]
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path / "site"
+    (root / "dir").mkdir(parents=True)
+    (root / "index.html").write_bytes(b"<h1>home</h1>")
+    (root / "dir" / "index.html").write_bytes(b"dir index")
+    (root / "big.bin").write_bytes(os.urandom(3 * 2**20))
+    (tmp_path / "secret").write_text("outside the root")
+    return root
+
+
+@pytest.fixture
+def haboob(site):
+    runtimes = []
+
+    def start(**options):
+        rt = seda.Runtime()
+        listener = build(rt, Options(root=str(site), port=0, **options))
+        rt.start()
+        runtimes.append(rt)
+        return listener.address
+
+    yield start
+    for rt in runtimes:
+        rt.stop()
+
+
+def fetch(address, path, headers=None, method="GET"):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request(method, path, headers=headers or {})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r, body
+
+
+def test_static_files_cache_and_validators(haboob, site):
+    address = haboob()
+    r, body = fetch(address, "/")
+    assert r.status == 200 and body == b"<h1>home</h1>"
+    assert r.getheader("content-type") == "text/html; charset=utf-8"
+    tag, modified = r.getheader("etag"), r.getheader("last-modified")
+    assert fetch(address, "/", {"If-None-Match": tag})[0].status == 304
+    assert fetch(address, "/", {"If-Modified-Since": modified})[0].status == 304
+    r, body = fetch(address, "/index.html", method="HEAD")
+    assert r.status == 200 and body == b"" and r.getheader("content-length") == "13"
+    r, body = fetch(address, "/", {"Range": "bytes=4-7"})
+    assert r.status == 206 and body == b"home" and r.getheader("content-range") == "bytes 4-7/13"
+    assert fetch(address, "/", {"Range": "bytes=100-"})[0].status == 416
+    r, _ = fetch(address, "/dir")
+    assert r.status == 301 and r.getheader("location") == "/dir/"
+    assert fetch(address, "/dir/")[1] == b"dir index"
+    assert fetch(address, "/missing")[0].status == 404
+    assert fetch(address, "/", method="POST")[0].status == 405
+
+
+@pytest.mark.parametrize("path", ["/../secret", "/%2e%2e/secret", "/dir/..%2f..%2fsecret",
+                                  "/..%5csecret"])
+def test_traversal_is_refused(haboob, path):
+    with socket.create_connection(haboob(), timeout=WAIT) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answer = s.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 403") and b"outside the root" not in answer
+
+
+def test_large_files_go_by_sendfile_and_ranges_work(site):
+    before = len(os.listdir("/proc/self/fd"))
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0)).address
+    rt.start()
+    try:
+        data = (site / "big.bin").read_bytes()
+        r, body = fetch(address, "/big.bin")
+        assert r.status == 200 and body == data
+        r, body = fetch(address, "/big.bin", {"Range": "bytes=1000-1999"})
+        assert r.status == 206 and body == data[1000:2000]
+        assert fetch(address, "/big.bin", method="HEAD")[0].status == 200
+    finally:
+        rt.stop()                            # drains the closer's queue too
+    assert len(os.listdir("/proc/self/fd")) == before    # every descriptor closed
+
+
+def test_a_changed_file_is_seen(haboob, site):
+    address = haboob(recheck=0.0)
+    assert fetch(address, "/")[1] == b"<h1>home</h1>"
+    (site / "index.html").write_bytes(b"<h1>changed</h1>")
+    os.utime(site / "index.html", (time.time() + 5, time.time() + 5))
+    assert fetch(address, "/")[1] == b"<h1>changed</h1>"
+
+
+def test_files_win_and_the_root_app_gets_the_rest(haboob):
+    address = haboob(apps=[("/", hello_app), ("/api", hello_app)])
+    assert fetch(address, "/")[1] == b"<h1>home</h1>"
+    assert fetch(address, "/no/such/file")[1] == b"app saw /no/such/file"
+    assert fetch(address, "/api/x")[1] == b"app saw /x"
+
+
+def test_the_command(site):
+    proc = subprocess.Popen([sys.executable, "-m", "haboob", "--root", str(site),
+                             "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("haboob serving on http://127.0.0.1:")
+        port = int(line.rsplit(":", 1)[1].strip(" /\n"))
+        assert fetch(("127.0.0.1", port), "/")[1] == b"<h1>home</h1>"
+    finally:
+        proc.terminate()
+        assert proc.wait(WAIT) == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "nothing to serve"), (["--root", "/no/such/dir"], "is not a directory"),
+    (["--bind", "nowhere"], "HOST:PORT"), (["no_such_module:app"], "cannot load"),
+])
+def test_command_line_errors(args, message):
+    done = subprocess.run([sys.executable, "-m", "haboob", *args], capture_output=True,
+                          text=True, timeout=WAIT)
+    assert done.returncode == 2 and message in done.stderr
