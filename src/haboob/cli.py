@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import signal
+import ssl
 import sys
 import threading
 from typing import Any
@@ -54,6 +55,9 @@ def parse(argv: list[str] | None) -> Options:
                         help="page cache replacement (default %(default)s)")
     parser.add_argument("--threads", type=int, default=16,
                         help="most threads per application and for disk reads (default 16)")
+    parser.add_argument("--access-log", metavar="FILE", help="log requests here ('-': stdout)")
+    parser.add_argument("--certfile", help="serve HTTPS with this certificate chain (PEM)")
+    parser.add_argument("--keyfile", help="the certificate's private key (PEM)")
     args = parser.parse_args(argv)
     host, sep, port = args.bind.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -64,6 +68,15 @@ def parse(argv: list[str] | None) -> Options:
         parser.error("nothing to serve: give an APP, --root or --mount")
     if args.cache_mb < 0 or args.threads < 1:
         parser.error("--cache-mb must be >= 0 and --threads >= 1")
+    context = None
+    if (args.certfile is None) != (args.keyfile is None):
+        parser.error("--certfile and --keyfile go together")
+    if args.certfile is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(args.certfile, args.keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            parser.error(f"cannot load the certificate: {exc}")
     apps = []
     try:
         if args.app is not None:
@@ -77,7 +90,8 @@ def parse(argv: list[str] | None) -> Options:
         parser.error(f"cannot load the application: {exc}")
     return Options(root=args.root, host=host.strip("[]") or "127.0.0.1", port=int(port),
                    cache_bytes=int(args.cache_mb * 2**20), cache_policy=args.cache_policy,
-                   apps=apps, threads=args.threads)
+                   apps=apps, threads=args.threads, access_log=args.access_log,
+                   ssl_context=context)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     rt.start()
     try:
         host, port = listener.address[:2]
-        print(f"haboob serving on http://{host}:{port}/", flush=True)
+        scheme = "https" if options.ssl_context is not None else "http"
+        print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
         stop.wait()
         print("haboob: stopping (draining requests in flight)", flush=True)
     finally:

@@ -19,6 +19,7 @@ from seda.control import ThreadPoolController
 from seda.http import FileBody, Prepared, Response, mount, prepare_head, responses, serve
 from seda.io import WriteDone
 
+from .access_log import AccessLog
 from .cache import PageCache
 from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
 from .static import not_modified as is_not_modified
@@ -38,6 +39,8 @@ class Options:
     allow_outside: bool = False         # follow symlinks out of the root
     apps: list[tuple[str, Any]] = field(default_factory=list)    # (prefix, WSGI app)
     threads: int = 16                   # most threads per application / for cache misses
+    access_log: str | None = None       # a file, or "-" for standard output
+    ssl_context: Any = None             # serve TLS
 
 
 class Entry:
@@ -241,4 +244,8 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
                      batch=1)
         rt.add_stage("haboob.cache", PageCacheStage(options), blocking=False, batch=256)
     rt.add_stage("haboob.recv", HttpRecv(routes, static), blocking=False, batch=256)
-    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock)
+    log = None
+    if options.access_log is not None:
+        log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
+    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock, log=log,
+                 ssl_context=options.ssl_context)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -13,6 +14,8 @@ import pytest
 
 import seda
 from haboob.server import Options, build
+
+import certs
 
 WAIT = 10.0
 
@@ -140,3 +143,37 @@ def test_command_line_errors(args, message):
     done = subprocess.run([sys.executable, "-m", "haboob", *args], capture_output=True,
                           text=True, timeout=WAIT)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_access_log_lines(site, tmp_path):
+    log = tmp_path / "access.log"
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, access_log=str(log))).address
+    rt.start()
+    try:
+        fetch(address, "/")
+        fetch(address, "/missing")
+    finally:
+        rt.stop()                            # drains the log stage
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("127.0.0.1 - - [") and '"GET / HTTP/1.1" 200 ' in lines[0]
+    assert '"GET /missing HTTP/1.1" 404 ' in lines[1]
+
+
+def test_https(site, tmp_path):
+    ca, cert, key = certs.make(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "haboob", "--root", str(site),
+                             "--bind", "127.0.0.1:0", "--certfile", str(cert),
+                             "--keyfile", str(key)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("haboob serving on https://127.0.0.1:")
+        port = int(line.rsplit(":", 1)[1].strip(" /\n"))
+        context = ssl.create_default_context(cafile=str(ca))
+        c = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=WAIT)
+        c.request("GET", "/")
+        assert c.getresponse().read() == b"<h1>home</h1>"
+        c.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(WAIT) == 0

@@ -3,7 +3,7 @@
 from . import response as responses
 from .request import HttpRequest
 from .response import FileBody, Prepared, Response, StreamBody, date_line, prepare_head, status_line
-from .server import HttpConnection, HttpServer, Limits, serve
+from .server import HttpConnection, HttpServer, Limits, Logged, serve
 from .wsgi import WsgiHandler, mount
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "HttpRequest",
     "HttpServer",
     "Limits",
+    "Logged",
     "Prepared",
     "Response",
     "StreamBody",

@@ -47,6 +47,22 @@ class Limits:
     max_pipelined: int = 32            # unanswered requests before reading pauses
 
 
+class Logged:
+    """For an access log: a request, the status it got and the bytes sent (head and body;
+    a streamed body counts as its head only)."""
+
+    __slots__ = ("length", "request", "status", "time")
+
+    def __init__(self, request: HttpRequest, status: int, length: int) -> None:
+        self.request, self.status, self.length = request, status, length
+        self.time = time.time()
+
+
+def _length(items: list) -> int:
+    return sum(item.count if type(item) is FileSegment else len(item) for item in items
+               if type(item) is not StreamBody)
+
+
 class _Refuse(Exception):
     """Raised from a parser callback: answer ``response`` and close."""
 
@@ -277,6 +293,8 @@ class HttpConnection:
             items, keep = responses.server_error().encode(head_only, False, False)
         if len(items) == 2 and type(items[1]) is _Chunks:
             items = self._drain(items)
+        if server.log is not None:             # lossy: logging never holds up a response
+            server.log.enqueue_lossy(Logged(request, response.status, _length(items)))
         self._deliver(request.seq, items, keep)
 
     @staticmethod
@@ -422,8 +440,8 @@ class _Pump:
 class HttpServer(EventHandler):
     """The server stage. Events: the socket layer's, responses from other threads, ticks."""
 
-    def __init__(self, sink: Any, limits: Limits) -> None:
-        self.sink, self.limits = sink, limits
+    def __init__(self, sink: Any, limits: Limits, log: Any = None) -> None:
+        self.sink, self.limits, self.log = sink, limits, log
         self.connections: dict[Any, HttpConnection] = {}
         self.closing = False
         self.loop_ident = 0
@@ -472,10 +490,11 @@ class HttpServer(EventHandler):
 
 
 def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Limits | None = None,
-          **listen_options: Any) -> Any:
+          log: Any = None, **listen_options: Any) -> Any:
     """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``.
-    Returns the listener (``.address`` is the bound address). ``listen_options`` go to
-    ``SocketLayer.listen`` (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
-    server = HttpServer(sink, limits or Limits())
+    Returns the listener (``.address`` is the bound address). With ``log``, a ``Logged`` event
+    per response goes there, lossily. ``listen_options`` go to ``SocketLayer.listen``
+    (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
+    server = HttpServer(sink, limits or Limits(), log)
     stage = rt.add_stage(name, server, blocking=False, batch=256)
     return SocketLayer.of(rt).listen(address, stage.sink, half_close=True, **listen_options)
