@@ -23,6 +23,7 @@ from .access_log import AccessLog
 from .cache import PageCache
 from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
 from .static import not_modified as is_not_modified
+from .status import PREFIX, Status
 
 _GET_HEAD = ("GET", "HEAD")
 
@@ -104,7 +105,7 @@ class HttpRecv(seda.EventHandler):
         path = req.path
         for prefix, sink in self.routes:
             if prefix == "/" and self.cache is not None:
-                break                        # the root app gets what no file answers
+                continue                     # the root app gets what no file answers
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
                 self._send(sink, req)
                 return
@@ -236,6 +237,8 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
         routes.append((prefix, sink))
         if prefix == "/":
             fallback = sink
+    rt.add_stage("haboob.status", Status(), blocking=False)
+    routes.append((PREFIX.rstrip("/"), rt.sink("haboob.status")))
     static = options.root is not None
     if static:
         rt.add_stage("haboob.close", Closer(), blocking=False)
