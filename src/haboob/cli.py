@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         host, port = listener.address[:2]
         scheme = "https" if options.ssl_context is not None else "http"
         print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
+        print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
         stop.wait()
         print("haboob: stopping (draining requests in flight)", flush=True)
     finally:
