@@ -325,7 +325,10 @@ class HttpConnection:
                 items[-1].attach(self._wake_stream)
                 return
             try:
-                conn.enqueue_many(items)
+                if len(items) == 1:            # the usual case: one prepared bytes
+                    conn.enqueue(items[0])
+                else:
+                    conn.enqueue_many(items)
             except SinkError:                  # the peer does not read: drop it
                 conn.abort()
                 return
