@@ -43,7 +43,7 @@ class Limits:
     body_timeout: float = 60.0         # 408: from the last header to the end of the body
     keepalive_timeout: float = 15.0    # an idle keep-alive connection is closed after this
     response_timeout: float = 60.0     # a request the application never answers gets 500
-    max_connections: int = 10000       # past it a new connection gets 503 and is closed
+    max_connections: int = 16384       # past it a new connection gets 503 and is closed
     max_pipelined: int = 32            # unanswered requests before reading pauses
 
 
