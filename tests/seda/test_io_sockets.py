@@ -323,3 +323,31 @@ def test_a_file_segment_is_confirmed_when_sent_or_abandoned(rt, tmp_path):
             assert tags == {"sent", *range(30)}  # every one released, sent or not
     finally:
         os.close(fd)
+
+
+def test_closing_with_unread_input_still_delivers_the_last_bytes(rt):
+    """Closing a socket whose input is unread makes the kernel reset the connection, which can
+    destroy what was just sent; the layer shuts down its side and drains first."""
+    seen = Recorder()
+
+    class Deaf(seda.EventHandler):
+        def init(self, ctx):
+            self.seen = ctx.runtime.sink("seen")
+
+        def handle_event(self, ev):
+            if type(ev) is Connected:
+                ev.conn.pause_reading()         # never read what the client sends
+                self.seen.enqueue(ev)
+
+    rt.add_stage("seen", seen, blocking=False)
+    rt.add_stage("deaf", Deaf(), blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("deaf"))
+    rt.start()
+    for i in range(3):
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            conn = seen.wait(i + 1)[i].conn      # reading is paused by now
+            c.sendall(b"unread " * 1000)         # so this stays in the server's buffer
+            conn.enqueue(b"last words")
+            conn.close()
+            assert recv_exactly(c, 10) == b"last words"
+            assert c.recv(10) == b""             # then a proper end, not a reset

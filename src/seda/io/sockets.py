@@ -33,6 +33,7 @@ SEND_SIZE = 262144           # chunks are sent once they add up to this much
 ACCEPT_BATCH = 256           # connections accepted per readiness; more wait for the next round
 MAX_PENDING = 4 * 2**20      # default per-connection outgoing threshold, bytes (thesis 6.2.2)
 EMFILE_PAUSE = 0.1           # seconds a listener rests after running out of descriptors
+LINGER = 2.0                 # seconds a closing connection keeps draining the peer's input
 
 _CLOSE = object()            # queued by Connection.close(): close once what is before it is sent
 _BYTES = (bytes, bytearray, memoryview)
@@ -53,8 +54,8 @@ class Connection:
 
     __slots__ = (
         "_buffer", "_completions", "_layer", "_reader", "_writing", "closed", "closing",
-        "connected", "data", "fd", "half_close", "max_pending", "out", "overflow", "owner", "peer",
-        "pending", "scheduled", "sock", "tls",
+        "connected", "data", "fd", "half_close", "lingering", "max_pending", "out", "overflow",
+        "owner", "peer", "pending", "scheduled", "sock", "tls",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
@@ -72,6 +73,7 @@ class Connection:
         self.connected = False
         self.tls: TLSSession | None = None
         self.half_close = False            # on EOF: tell the owner, keep writing (see listen)
+        self.lingering = False             # sent everything, draining input before closing
         self.data: Any = None              # for the owner: per-connection state of its own
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
         self._writing = False              # watching for writability
@@ -159,6 +161,10 @@ class Connection:
         except OSError as exc:
             self._teardown(exc)
             return
+        if self.lingering:                     # input after our last byte: discard it
+            if not data:
+                self._teardown()
+            return
         if not data:
             if not self.half_close:
                 self._teardown()
@@ -223,7 +229,7 @@ class Connection:
                         out.appendleft(item)
                         return
                     self._confirm()
-                    self._teardown()
+                    self._linger()
                     return
                 if isinstance(item, FileSegment):
                     if chunks and not self._send(chunks):
@@ -305,6 +311,22 @@ class Connection:
         self._buffer = None
         self._watch_writes(False)
         return True
+
+    def _linger(self) -> None:
+        """Close without losing what was just sent. Closing a socket whose peer's input is
+        still unread makes the kernel send a reset, which can destroy our last response; so
+        send FIN, drain the peer's input until it closes or LINGER passes, then close."""
+        if self._reader is None:               # the peer has already finished sending
+            self._teardown()
+            return
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self._teardown()
+            return
+        self.lingering = True
+        self.resume_reading()
+        self._layer.rt.timer.schedule(LINGER, self._layer.listen_sink, _Expire(self))
 
     def _confirm(self) -> None:
         """Everything taken so far is in the kernel: confirm the Send items among it."""
@@ -412,6 +434,15 @@ class _Resume:
         self.listener = listener
 
 
+class _Expire:
+    """Listen-stage event: a lingering connection's time is up."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+
 class _ListenStage(EventHandler):
     """Events: listeners the selector found readable (connections to accept), and resumes."""
 
@@ -423,6 +454,8 @@ class _ListenStage(EventHandler):
             kind = type(ev)
             if kind is _Resume:
                 self.layer._watch_listener(ev.listener)
+            elif kind is _Expire:
+                ev.conn._teardown()
             elif kind is Stopping:
                 self.layer.quiet()
             else:
