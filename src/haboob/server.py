@@ -215,11 +215,15 @@ class CacheMiss(seda.EventHandler):
             return
         st = os.fstat(fd)
         if st.st_size > options.max_entry:   # too big to keep: sendfile from this descriptor
-            entry = Entry(req.path, path, st, b"")
-            closer = self.closer
-            answer(req, entry, lambda offset, count: FileBody(fd, offset, count, closer, fd))
-            if req.method == "HEAD" or self._answered_without_body(req, entry):
-                os.close(fd)                 # no FileSegment will carry it
+            sending = []
+
+            def body(offset: int, count: int) -> FileBody:
+                sending.append(True)
+                return FileBody(fd, offset, count, self.closer, fd)
+
+            answer(req, Entry(req.path, path, st, b""), body)
+            if not sending or req.method == "HEAD":
+                os.close(fd)                 # 304, 416 or HEAD: no FileSegment will carry it
             return
         try:
             body = os.pread(fd, st.st_size, 0)
@@ -228,12 +232,6 @@ class CacheMiss(seda.EventHandler):
         entry = Entry(req.path, path, st, body)
         self.cache.enqueue_lossy(_Loaded(entry))
         answer(req, entry)
-
-    @staticmethod
-    def _answered_without_body(req: Any, entry: Entry) -> bool:
-        none_match, modified_since, wanted, _ = conditions(req)
-        return (is_not_modified(none_match, modified_since, entry.etag, entry.mtime)
-                or (wanted is not None and byte_range(wanted, entry.size) == UNSATISFIABLE))
 
 
 class Closer(seda.EventHandler):
