@@ -3,11 +3,18 @@ dropped (and counted as the stage's rejections), never the serving slowed."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import seda
+
+
+class Reopen:
+    """To the log stage: close and reopen the file (sent on SIGHUP, after log rotation)."""
+
+    __slots__ = ()
 
 
 def line(ev: Any) -> str:
@@ -21,25 +28,42 @@ def line(ev: Any) -> str:
 
 @seda.single_threaded
 class AccessLog(seda.EventHandler):
-    """Appends a line per response to ``path`` ("-" for standard output)."""
+    """Appends a line per response to ``path`` ("-" for standard output). Each batch is one
+    write() to a file opened O_APPEND, so several worker processes can share the file without
+    tearing each other's lines."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.file: TextIO | None = None
+        self.fd: int | None = None
 
     def init(self, ctx: Any) -> None:
-        self.reopen()
+        self._open()
 
-    def reopen(self) -> None:
-        """Start a new file handle (after log rotation)."""
-        if self.file is not None and self.file is not sys.stdout:
-            self.file.close()
-        self.file = sys.stdout if self.path == "-" else open(self.path, "a")  # noqa: SIM115
+    def _open(self) -> None:
+        self.fd = sys.stdout.fileno() if self.path == "-" else os.open(
+            self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def _close(self) -> None:
+        if self.fd is not None and self.path != "-":
+            os.close(self.fd)
+        self.fd = None
 
     def handle_events(self, events: list) -> None:
-        self.file.write("".join(line(ev) for ev in events))
-        self.file.flush()
+        lines = []
+        for ev in events:
+            if type(ev) is Reopen:
+                self._write(lines)
+                lines = []
+                self._close()
+                self._open()
+            else:
+                lines.append(line(ev))
+        self._write(lines)
+
+    def _write(self, lines: list[str]) -> None:
+        data = memoryview("".join(lines).encode())
+        while data:                          # a pipe (stdout) may take less than all of it
+            data = data[os.write(self.fd, data):]
 
     def destroy(self) -> None:
-        if self.file is not None and self.file is not sys.stdout:
-            self.file.close()
+        self._close()

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import queue
 import signal
 import ssl
 import sys
-import threading
 from typing import Any
 
 import seda
 
+from .access_log import Reopen
 from .cache import POLICIES
 from .server import Options, build
+from .supervisor import Supervisor, reserve, say
 
 EXAMPLES = """examples:
   haboob --root ./public                       static files on 127.0.0.1:8000
   haboob myproject.wsgi:application            a WSGI application at /
   haboob myapp:app --root ./static             files that exist win, the app gets the rest
   haboob --root site --mount /api=api:app --bind 0.0.0.0:8080
+  haboob myapp:app --workers 4 --target-p90 100   4 processes, p90 held near 100 ms
+
+signals: TERM or INT stop accepting, finish the requests in flight and exit; HUP reopens the
+access log (after rotation).
 """
 
 
@@ -40,7 +47,9 @@ def load_app(ref: str) -> Any:
     return obj
 
 
-def parse(argv: list[str] | None) -> Options:
+def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
+    """The command line -> (options, worker processes, the supervisor's ready pipe if this
+    process is one of its workers)."""
     parser = argparse.ArgumentParser(
         prog="haboob", description="Haboob: the SEDA web server, static files and WSGI.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,6 +67,10 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--access-log", metavar="FILE", help="log requests here ('-': stdout)")
     parser.add_argument("--certfile", help="serve HTTPS with this certificate chain (PEM)")
     parser.add_argument("--keyfile", help="the certificate's private key (PEM)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes sharing the port with SO_REUSEPORT, restarted if they "
+                        "die (default 1: no supervisor)")
+    parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)   # set by the supervisor
     args = parser.parse_args(argv)
     host, sep, port = args.bind.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -66,8 +79,8 @@ def parse(argv: list[str] | None) -> Options:
         parser.error(f"--root {args.root!r} is not a directory")
     if args.app is None and args.root is None and not args.mount:
         parser.error("nothing to serve: give an APP, --root or --mount")
-    if args.cache_mb < 0 or args.threads < 1:
-        parser.error("--cache-mb must be >= 0 and --threads >= 1")
+    if args.cache_mb < 0 or args.threads < 1 or args.workers < 1:
+        parser.error("--cache-mb must be >= 0, --threads and --workers >= 1")
     context = None
     if (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
@@ -91,33 +104,81 @@ def parse(argv: list[str] | None) -> Options:
     return Options(root=args.root, host=host.strip("[]") or "127.0.0.1", port=int(port),
                    cache_bytes=int(args.cache_mb * 2**20), cache_policy=args.cache_policy,
                    apps=apps, threads=args.threads, access_log=args.access_log,
-                   ssl_context=context)
+                   ssl_context=context, reuse_port=args.ready_fd is not None
+                   ), args.workers, args.ready_fd
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse(argv)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    argv = sys.argv[1:] if argv is None else argv
+    options, workers, ready_fd = parse(argv)
+    if workers > 1 and ready_fd is None:
+        return supervise(argv, options, workers)
+    return serve(options, ready_fd)
+
+
+def serve(options: Options, ready_fd: int | None = None) -> int:
+    """One process: the whole stage graph; a worker if the supervisor gave a ``ready_fd``."""
+    signals: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
+    worker = ready_fd is not None
+    parent = os.getppid()
     rt = seda.Runtime()
     try:
         listener = build(rt, options)       # the whole stage graph first, then start
     except OSError as exc:
         rt.stop()
-        print(f"haboob: cannot listen on {options.host}:{options.port}: {exc.strerror}",
-              file=sys.stderr)
+        say(f"cannot listen on {options.host}:{options.port}: {exc.strerror}")
         return 1
     rt.start()
     try:
-        host, port = listener.address[:2]
-        scheme = "https" if options.ssl_context is not None else "http"
-        print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
-        print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
-        stop.wait()
-        print("haboob: stopping (draining requests in flight)", flush=True)
+        if worker:
+            os.write(ready_fd, b"1")
+            os.close(ready_fd)
+        else:
+            banner(options, *listener.address[:2])
+        while True:
+            try:
+                signum = signals.get(timeout=1.0)
+            except queue.Empty:
+                if worker and os.getppid() != parent:
+                    break                     # the supervisor is gone: do not linger
+                continue
+            if signum == signal.SIGHUP:
+                with contextlib.suppress(KeyError, seda.SinkError):
+                    rt.sink("haboob.log").enqueue(Reopen())
+            else:
+                break
+        if not worker:
+            say("stopping (draining requests in flight)")
     finally:
         rt.stop()
     return 0
+
+
+def supervise(argv: list[str], options: Options, workers: int) -> int:
+    """Several workers: hold the port, start them, restart them, stop them."""
+    try:
+        held = reserve(options.host, options.port)
+    except OSError as exc:
+        say(f"cannot listen on {options.host}:{options.port}: {exc.strerror}")
+        return 1
+    port = held.getsockname()[1]
+    supervisor = Supervisor([*argv, "--bind", f"{options.host}:{port}"], workers)
+    try:
+        if not supervisor.start():
+            return 1
+        banner(options, options.host, port)
+        supervisor.run()
+    finally:
+        held.close()
+    return 0
+
+
+def banner(options: Options, host: str, port: int) -> None:
+    scheme = "https" if options.ssl_context is not None else "http"
+    print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
+    print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ class Options:
     threads: int = 16                   # most threads per application / for cache misses
     access_log: str | None = None       # a file, or "-" for standard output
     ssl_context: Any = None             # serve TLS
+    reuse_port: bool = False            # share the port with other processes (SO_REUSEPORT)
 
 
 class Entry:
@@ -266,4 +267,4 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
     if options.access_log is not None:
         log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
     return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock, log=log,
-                 ssl_context=options.ssl_context)
+                 ssl_context=options.ssl_context, reuse_port=options.reuse_port)

@@ -1,0 +1,171 @@
+"""``haboob --workers N``: the thesis's *Replicate* pattern. N worker processes each run the whole
+stage graph and listen on the same address with ``SO_REUSEPORT`` (the kernel spreads
+connections over them); this process only starts them, restarts one that dies, and passes
+signals on: SIGTERM/SIGINT drain and stop every worker, SIGHUP makes them reopen their logs.
+
+Workers are fresh interpreters (``python -m haboob ... --ready-fd FD``), not forks: the
+supervisor loads nothing a worker could inherit half-initialised, and a restart is a clean
+start. Each worker writes a byte to its ready pipe once it is listening.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+STOP_GRACE = 30.0        # seconds a worker has to drain before it is killed
+READY_TIMEOUT = 60.0     # seconds a worker has to start listening
+_RESTART_BACKOFF = (0.1, 10.0)     # first and longest wait before restarting a crashing worker
+_QUICK_DEATH = 5.0       # a worker dying this soon after starting is crashing, not unlucky
+
+
+def say(message: str) -> None:
+    print(f"haboob: {message}", file=sys.stderr, flush=True)
+
+
+def reserve(host: str, port: int) -> socket.socket:
+    """Bind (but do not listen on) the address with SO_REUSEPORT: port 0 becomes a real port
+    every worker can join, and the port stays ours between worker restarts. A socket that is
+    not listening receives no connections."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Worker:
+    __slots__ = ("proc", "ready", "started")
+
+    def __init__(self, argv: list[str]) -> None:
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "haboob", *argv,
+                                          "--ready-fd", str(w)], pass_fds=(w,))
+        finally:
+            os.close(w)
+        self.ready: int | None = r      # readable once the worker listens (or has died)
+        self.started = time.monotonic()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def confirm(self) -> bool:
+        """Read the ready pipe (it is readable): True if the worker is listening."""
+        assert self.ready is not None
+        try:
+            return os.read(self.ready, 1) == b"1"
+        finally:
+            os.close(self.ready)
+            self.ready = None
+
+
+class Supervisor:
+    def __init__(self, argv: list[str], count: int) -> None:
+        self.argv, self.count = argv, count
+        self.workers: dict[int, Worker] = {}
+        self.restarts: list[float] = []         # when to start a replacement for a dead worker
+        self.backoff = _RESTART_BACKOFF[0]
+
+    def start(self) -> bool:
+        """Start every worker and wait until all listen; False (all stopped) if one cannot."""
+        for _ in range(self.count):
+            self._spawn()
+        deadline = time.monotonic() + READY_TIMEOUT
+        for worker in list(self.workers.values()):
+            left = max(0.0, deadline - time.monotonic())
+            if not (select.select([worker.ready], [], [], left)[0] and worker.confirm()):
+                say("a worker failed to start; stopping")
+                self.stop()
+                return False
+            say(f"worker {worker.pid} listening")
+        return True
+
+    def run(self) -> None:
+        """Until SIGTERM or SIGINT: restart dead workers, pass SIGHUP on, then stop them all."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, lambda *_: None)     # the wakeup fd carries the signal number
+        try:
+            while self._serve_round(wake_r):
+                pass
+        finally:
+            signal.set_wakeup_fd(-1)
+            os.close(wake_r)
+            os.close(wake_w)
+        say("stopping: draining the workers")
+        self.stop()
+
+    def _serve_round(self, wake_r: int) -> bool:
+        """Wait for a signal, a worker becoming ready or a restart falling due; False to stop."""
+        starting = {w.ready: w for w in self.workers.values() if w.ready is not None}
+        timeout = min([1.0, *(due - time.monotonic() for due in self.restarts)])
+        readable, _, _ = select.select([wake_r, *starting], [], [], max(0.0, timeout))
+        for fd in readable:
+            if fd == wake_r:
+                for signum in os.read(wake_r, 64):
+                    if signum in (signal.SIGTERM, signal.SIGINT):
+                        return False
+                    if signum == signal.SIGHUP:
+                        self._send_all(signal.SIGHUP)
+            elif starting[fd].confirm():
+                say(f"worker {starting[fd].pid} listening")
+        self._reap()
+        now = time.monotonic()
+        for due in [d for d in self.restarts if d <= now]:
+            self.restarts.remove(due)
+            self._spawn()
+        return True
+
+    def _spawn(self) -> None:
+        worker = Worker(self.argv)
+        self.workers[worker.pid] = worker
+
+    def _reap(self) -> None:
+        """Schedule a replacement for each worker that died; one that keeps dying young waits
+        longer each time, so a crash loop does not spin the machine."""
+        for pid, worker in list(self.workers.items()):
+            code = worker.proc.poll()
+            if code is None:
+                continue
+            del self.workers[pid]
+            if worker.ready is not None:
+                os.close(worker.ready)
+            young = time.monotonic() - worker.started < _QUICK_DEATH
+            self.backoff = (min(self.backoff * 2, _RESTART_BACKOFF[1]) if young
+                            else _RESTART_BACKOFF[0])
+            say(f"worker {pid} exited with status {code}; restarting it")
+            self.restarts.append(time.monotonic() + (self.backoff if young else 0.0))
+
+    def _send_all(self, sig: int) -> None:
+        for worker in self.workers.values():
+            with contextlib.suppress(ProcessLookupError):
+                worker.proc.send_signal(sig)
+
+    def stop(self) -> None:
+        """SIGTERM every worker (each stops accepting and drains), then wait; kill stragglers."""
+        self._send_all(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        for worker in self.workers.values():
+            if worker.ready is not None:
+                os.close(worker.ready)
+            try:
+                worker.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"worker {worker.pid} did not stop in {STOP_GRACE:.0f} s; killing it")
+                worker.proc.kill()
+                worker.proc.wait()
+        self.workers.clear()
