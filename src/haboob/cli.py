@@ -70,6 +70,12 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
     parser.add_argument("--workers", type=int, default=1,
                         help="processes sharing the port with SO_REUSEPORT, restarted if they "
                         "die (default 1: no supervisor)")
+    parser.add_argument("--target-p90", type=float, metavar="MS",
+                        help="hold each application's 90th-percentile response time near MS "
+                        "milliseconds; requests over the bound get 503 with Retry-After")
+    parser.add_argument("--class-header", metavar="NAME",
+                        help="with --target-p90: request class 0-9 (9 served first under load) "
+                        "from header NAME, or from a cookie with cookie:NAME")
     parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)   # set by the supervisor
     args = parser.parse_args(argv)
     host, sep, port = args.bind.rpartition(":")
@@ -81,6 +87,10 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
         parser.error("nothing to serve: give an APP, --root or --mount")
     if args.cache_mb < 0 or args.threads < 1 or args.workers < 1:
         parser.error("--cache-mb must be >= 0, --threads and --workers >= 1")
+    if args.target_p90 is not None and args.target_p90 <= 0:
+        parser.error("--target-p90 takes milliseconds > 0")
+    if args.class_header is not None and args.target_p90 is None:
+        parser.error("--class-header needs --target-p90 (classes matter under admission control)")
     context = None
     if (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
@@ -104,8 +114,9 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
     return Options(root=args.root, host=host.strip("[]") or "127.0.0.1", port=int(port),
                    cache_bytes=int(args.cache_mb * 2**20), cache_policy=args.cache_policy,
                    apps=apps, threads=args.threads, access_log=args.access_log,
-                   ssl_context=context, reuse_port=args.ready_fd is not None
-                   ), args.workers, args.ready_fd
+                   ssl_context=context, reuse_port=args.ready_fd is not None,
+                   target_p90=None if args.target_p90 is None else args.target_p90 / 1000,
+                   class_header=args.class_header), args.workers, args.ready_fd
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,13 +9,15 @@ Only the PageCache stage touches the cache: CacheMiss sends what it loaded back 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
 import seda
-from seda.control import ThreadPoolController
+from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import FileBody, Prepared, Response, mount, prepare_head, responses, serve
 from seda.io import WriteDone
 
@@ -43,6 +45,43 @@ class Options:
     access_log: str | None = None       # a file, or "-" for standard output
     ssl_context: Any = None             # serve TLS
     reuse_port: bool = False            # share the port with other processes (SO_REUSEPORT)
+    target_p90: float | None = None     # seconds: admission control on each application stage
+    class_header: str | None = None     # request class from this header ("cookie:NAME": cookie)
+
+
+CLASSES = range(10)     # request classes 0 (default, lowest) to 9 (highest priority)
+
+
+def classifier(spec: str) -> Any:
+    """``NAME`` -> the request's class from header NAME; ``cookie:NAME`` -> from that cookie.
+    A missing or malformed value is class 0."""
+    kind, sep, name = spec.partition(":")
+    if sep and kind.lower() == "cookie":
+        def value(req: Any) -> str | None:
+            cookie = SimpleCookie()
+            with contextlib.suppress(CookieError):
+                cookie.load(req.header("cookie") or "")
+            morsel = cookie.get(name)
+            return None if morsel is None else morsel.value
+    else:
+        def value(req: Any) -> str | None:
+            return req.header(spec)
+
+    def classify(req: Any) -> int:
+        v = value(req)
+        return int(v) if v is not None and v.strip().isdigit() and int(v) in CLASSES else 0
+
+    return classify
+
+
+def admission(options: Options) -> Any:
+    """The predicate of an application stage: None, or a response-time bound (per class)."""
+    if options.target_p90 is None:
+        return None
+    if options.class_header is None:
+        return ResponseTimeBound(options.target_p90)
+    return ResponseTimeBound(classify=classifier(options.class_header),
+                             targets={c: options.target_p90 for c in CLASSES})
 
 
 class Entry:
@@ -249,7 +288,8 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
     for i, (prefix, app) in enumerate(options.apps):
         sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix.rstrip("/"),
                      threads=ThreadPoolController(max=options.threads, queue_threshold=4),
-                     server_name=options.host, server_port=options.port)
+                     predicate=admission(options), server_name=options.host,
+                     server_port=options.port)
         routes.append((prefix, sink))
         if prefix == "/":
             fallback = sink

@@ -14,6 +14,9 @@ class FakePool:
     def resize(self, n: int) -> None:
         self.size = max(1, n)
 
+    def thread_count(self) -> int:
+        return self.size
+
 
 class FakeSink:
     reserved = 0

@@ -11,6 +11,7 @@ from .degrade import Degrader
 from .driver import Controller
 from .queue_delay import QueueDelay
 from .red import RED
+from .response_bound import ResponseTimeBound
 from .response_time import MulticlassResponseTimeController, ResponseTimeController
 from .thread_pool import ThreadPoolController
 from .threshold import QueueThreshold
@@ -25,6 +26,7 @@ __all__ = [
     "MulticlassResponseTimeController",
     "QueueDelay",
     "QueueThreshold",
+    "ResponseTimeBound",
     "ResponseTimeController",
     "ThreadPoolController",
     "TokenBucket",

@@ -51,7 +51,7 @@ class QueueDelay(Controller):
             self.bound = self.rate * (self.target if self.shedding else self.interval)
 
     def accept(self, ev: Any) -> bool:
-        return self._length() < self.bound
+        return self._length() < max(1.0, self.bound)     # an idle stage (rate 0) admits
 
     def state(self) -> dict:
         return {"shedding": self.shedding, "queue_bound": self.bound, "drain_rate": self.rate,
