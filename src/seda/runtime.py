@@ -143,12 +143,16 @@ class Runtime:
         return list(self._stages.values())
 
     def _start_stage(self, stage: Stage) -> None:
+        self._init_stage(stage)
+        stage.manager.start()
+
+    @staticmethod
+    def _init_stage(stage: Stage) -> None:
         if not isinstance(stage.manager, ProcessPool):      # a process stage inits in its children
             try:
                 stage.handler.init(stage.context())
             except Exception as exc:
                 raise RuntimeError(f"stage {stage.name!r}: init raised {exc!r}") from exc
-        stage.manager.start()
 
     def add_controller(self, controller: Controller) -> None:
         """Tick ``controller`` on the control thread from now until stop; for controllers that
@@ -196,14 +200,19 @@ class Runtime:
         with self._lock:
             if self._state != "new":
                 raise RuntimeError(f"the runtime is already {self._state}")
-            self.loop.start()
             self.timer.start()
             self.control.start()
             started = []
             try:
+                # every init before any event runs: a listener registered while the graph was
+                # built may already have connections waiting, and they must not reach a stage
+                # whose init has not run yet
                 for stage in self._stages.values():
-                    self._start_stage(stage)
+                    self._init_stage(stage)
                     started.append(stage)
+                self.loop.start()
+                for stage in started:
+                    stage.manager.start()
             except BaseException:
                 for stage in list(self._stages.values()):   # never destroy what never started
                     if stage not in started:

@@ -189,3 +189,28 @@ def test_stop_drops_what_it_cannot_drain_by_the_deadline(caplog):
     assert "'slow': queue not drained by the deadline; dropped" in caplog.text
     assert "'slow-loop': queue not drained by the deadline; dropped" in caplog.text
     assert runtime.stats()["slow"]["processed"] < 100
+
+
+def test_no_event_is_handled_before_every_stage_has_run_init():
+    handled = threading.Event()
+
+    class First(seda.EventHandler):
+        def handle_event(self, ev):
+            handled.set()
+
+    class Second(seda.EventHandler):
+        def init(self, ctx):
+            self.early = handled.wait(0.2)   # would the loop run First meanwhile?
+
+        def handle_event(self, ev):
+            pass
+
+    rt = seda.Runtime()
+    rt.add_stage("first", First(), blocking=False)
+    second = rt.add_stage("second", Second(), blocking=False).handler
+    rt.sink("first").enqueue("waiting before start, like a connection in a listen backlog")
+    rt.start()
+    try:
+        assert handled.wait(WAIT) and second.early is False
+    finally:
+        rt.stop()
