@@ -274,7 +274,7 @@ class Engine:
         if 200 <= status < 300:
             self.stats.success(now - conn.t_start, conn.client)
         elif status == 503:
-            self.stats.errors.rejected += 1
+            self.stats.rejection(now - conn.t_start)
         else:
             self.stats.errors.status += 1
         self.response_done(conn, keep, now)

@@ -47,6 +47,7 @@ class Stats:
 
     def __init__(self, clients: int) -> None:
         self.latency_us: dict[int, int] = {}
+        self.rejected_us: dict[int, int] = {}
         self.ok = 0
         self.bytes = 0
         self.connections = 0
@@ -60,9 +61,15 @@ class Stats:
         if client >= 0:
             self.per_client[client] += 1
 
-    def histogram(self) -> HdrHistogram:
+    def rejection(self, latency_s: float) -> None:
+        """A 503: counted, and timed apart (a server should refuse at once)."""
+        us = int(latency_s * 1e6)
+        self.rejected_us[us] = self.rejected_us.get(us, 0) + 1
+        self.errors.rejected += 1
+
+    def histogram(self, latency_us: dict[int, int] | None = None) -> HdrHistogram:
         hist = HdrHistogram(1, HIGHEST_US, 3)
-        for us, count in self.latency_us.items():
+        for us, count in (self.latency_us if latency_us is None else latency_us).items():
             hist.record_value(min(max(us, 1), HIGHEST_US), count)
         return hist
 
@@ -104,11 +111,14 @@ class Report:
     fairness: float | None = None                         # Jain's index over per_client
     offered_rate: float | None = None                     # open loop: the Poisson rate asked for
     cdf: list[tuple[float, float]] = field(default_factory=list)
+    rejected_p90_ms: float = 0.0                          # how fast 503s came back
+    rejected_max_ms: float = 0.0
 
     @classmethod
     def from_stats(cls, stats: Stats, *, mode: str, url: str, workload: str, clients: int,
                    duration: float, offered_rate: float | None = None) -> Report:
         hist = stats.histogram()
+        refused, refused_n = stats.histogram(stats.rejected_us), stats.errors.rejected
         duration = max(duration, 1e-9)
 
         def at(p: float) -> float:
@@ -124,7 +134,9 @@ class Report:
             errors=stats.errors, connections=stats.connections,
             per_client=list(stats.per_client),
             fairness=jain(stats.per_client) if stats.per_client else None,
-            offered_rate=offered_rate, cdf=cdf(hist))
+            offered_rate=offered_rate, cdf=cdf(hist),
+            rejected_p90_ms=refused.get_value_at_percentile(90) / 1000 if refused_n else 0.0,
+            rejected_max_ms=refused.get_max_value() / 1000 if refused_n else 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -154,6 +154,7 @@ def test_503_is_a_rejection_and_other_statuses_are_errors(server):
     rejected = run_closed(server.url("/status/503"), max_requests=40)
     assert rejected.requests == 0
     assert rejected.errors.rejected == 40 and rejected.errors.total == 40
+    assert 0 < rejected.rejected_p90_ms <= rejected.rejected_max_ms   # timed apart from 2xx
     missing = run_closed(server.url("/status/404"), max_requests=40)
     assert missing.errors.status == 40 and missing.errors.rejected == 0
 

@@ -1,0 +1,114 @@
+"""Haboob under a load spike (issue 5; thesis 7.3 in a web server): a WSGI application burning
+5 ms of CPU per request, open-loop Poisson arrivals at half its capacity, then 4x its capacity,
+then half again. With ``--target-p90 100`` admitted requests should keep p90 <= 300 ms with
+goodput >= 60 % of capacity, and the rest get immediate 503s. The same spike on Haboob without
+admission control and on gunicorn (one sync worker) for contrast.
+
+    python -m benchmarks.haboob_overload [--spike 30] [--calm 10]
+
+Servers on core 0, the load generator on core 1. Writes docs/results/haboob_overload.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.loadgen import closed_loop, open_loop
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+GUNICORN = Path("/tmp/refbench-venv/bin/gunicorn")   # installed by ../shared/tools/refbench.sh
+APP = "benchmarks.wsgi_apps:burn"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(cmd: list[str], port: int):
+    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{cmd[0]} did not start")
+            time.sleep(0.1)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def servers(port: int, target_ms: float) -> dict[str, list[str]]:
+    haboob = [sys.executable, "-m", "haboob", APP, "--bind", f"127.0.0.1:{port}"]
+    out = {f"haboob --target-p90 {target_ms:g}": [*haboob, "--target-p90", str(target_ms)],
+           "haboob (no admission control)": haboob}
+    if GUNICORN.exists():
+        out["gunicorn (1 sync worker)"] = [str(GUNICORN), "-w", "1", "-b", f"127.0.0.1:{port}",
+                                           "--backlog", "2048", APP]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spike", type=float, default=30.0, help="seconds at 4x capacity")
+    parser.add_argument("--calm", type=float, default=10.0, help="seconds at half before/after")
+    parser.add_argument("--target-ms", type=float, default=100.0)
+    parser.add_argument("--factor", type=float, default=4.0)
+    args = parser.parse_args()
+    os.sched_setaffinity(0, {1})
+    port = free_port()
+    rows = []
+    capacity = None
+    for name, cmd in servers(port, args.target_ms).items():
+        with server(cmd, port):
+            url = f"http://127.0.0.1:{port}/"
+            if capacity is None:          # the application's capacity, on Haboob, unloaded
+                probe = closed_loop(url, clients=4, think_ms=0, requests_per_conn=0,
+                                    duration=10)
+                print(f"capacity: {probe.summary()}", flush=True)
+                capacity = probe.throughput
+                if not capacity:
+                    raise RuntimeError("the capacity probe got no responses")
+            phases = [("before", 0.5, args.calm), ("spike", args.factor, args.spike),
+                      ("after", 0.5, args.calm)]
+            for phase, factor, seconds in phases:
+                r = open_loop(url, rate=factor * capacity, max_conns=4000, duration=seconds,
+                              timeout=30, seed=len(rows))
+                e = r.errors
+                print(f"{name} {phase}: {r.summary()}", flush=True)
+                rows.append(f"| {name} | {phase} ({factor:g}C) | {r.p90_ms:.0f} | "
+                            f"{r.max_ms:.0f} | {r.throughput / capacity:.2f} | {e.rejected} | "
+                            f"{r.rejected_p90_ms:.1f} | {e.total - e.rejected} |")
+    table = ("| server | phase | p90 ms (2xx) | max ms (2xx) | goodput / C | 503s | "
+             "503 p90 ms | other errors |\n|---|---|---:|---:|---:|---:|---:|---:|\n" +
+             "\n".join(rows))
+    text = (f"# Haboob under a {args.factor:g}x spike\n\nApplication: 5 ms of CPU per "
+            f"request, capacity C = {capacity:.0f} req/s (measured on Haboob, 4 clients, "
+            f"no think time). Open-loop Poisson arrivals: {args.calm:g} s at 0.5C, "
+            f"{args.spike:g} s at {args.factor:g}C, {args.calm:g} s at 0.5C. Target p90 "
+            f"{args.target_ms:g} ms. Server on core 0, load generator on core 1.\n\n{table}\n")
+    out = REPO / "docs" / "results" / "haboob_overload.md"
+    out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
