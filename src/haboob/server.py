@@ -153,7 +153,9 @@ class HttpRecv(seda.EventHandler):
     the page cache."""
 
     def __init__(self, routes: list[tuple[str, Any]], static: bool) -> None:
-        self.routes = sorted(routes, key=lambda r: -len(r[0]))    # longest prefix first
+        # longest prefix first, each with the form a path below it starts with
+        self.routes = [(prefix, prefix.rstrip("/") + "/", sink)
+                       for prefix, sink in sorted(routes, key=lambda r: -len(r[0]))]
         self.static = static
 
     def init(self, ctx: Any) -> None:
@@ -161,10 +163,10 @@ class HttpRecv(seda.EventHandler):
 
     def handle_event(self, req: Any) -> None:
         path = req.path
-        for prefix, sink in self.routes:
+        for prefix, below, sink in self.routes:
             if prefix == "/" and self.cache is not None:
                 continue                     # the root app gets what no file answers
-            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            if path == prefix or path.startswith(below):
                 self._send(sink, req)
                 return
         if self.cache is not None:
