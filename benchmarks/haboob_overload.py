@@ -59,6 +59,8 @@ def server(cmd: list[str], port: int):
 def servers(port: int, target_ms: float) -> dict[str, list[str]]:
     haboob = [sys.executable, "-m", "haboob", APP, "--bind", f"127.0.0.1:{port}"]
     out = {f"haboob --target-p90 {target_ms:g}": [*haboob, "--target-p90", str(target_ms)],
+           f"haboob --target-p90 {target_ms:g} --threads 2": [*haboob, "--target-p90",
+                                                               str(target_ms), "--threads", "2"],
            "haboob (no admission control)": haboob}
     if GUNICORN.exists():
         out["gunicorn (1 sync worker)"] = [str(GUNICORN), "-w", "1", "-b", f"127.0.0.1:{port}",
@@ -72,12 +74,15 @@ def main() -> None:
     parser.add_argument("--calm", type=float, default=10.0, help="seconds at half before/after")
     parser.add_argument("--target-ms", type=float, default=100.0)
     parser.add_argument("--factor", type=float, default=4.0)
+    parser.add_argument("--only", help="run only the servers whose name contains this")
     args = parser.parse_args()
     os.sched_setaffinity(0, {1})
     port = free_port()
     rows = []
     capacity = None
     for name, cmd in servers(port, args.target_ms).items():
+        if args.only and args.only not in name:
+            continue
         with server(cmd, port):
             url = f"http://127.0.0.1:{port}/"
             if capacity is None:          # the application's capacity, on Haboob, unloaded

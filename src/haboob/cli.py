@@ -129,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(options: Options, ready_fd: int | None = None) -> int:
     """One process: the whole stage graph; a worker if the supervisor gave a ``ready_fd``."""
+    # The loop thread answers every socket; CPU-bound application threads would hold the GIL
+    # for CPython's default 5 ms slices each, and a 503 that should be immediate would wait
+    # behind all of them. A 1 ms slice keeps the loop responsive.
+    sys.setswitchinterval(0.001)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
