@@ -14,12 +14,9 @@ import argparse
 import os
 import sys
 import tempfile
-from pathlib import Path
 
-from benchmarks.haboob_overload import free_port, server
 from benchmarks.loadgen import closed_loop, make_fileset, specweb99
-
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.serving import REPO, free_port, server
 
 
 def main() -> None:

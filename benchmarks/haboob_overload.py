@@ -12,48 +12,15 @@ Servers on core 0, the load generator on core 1. Writes docs/results/haboob_over
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from benchmarks.loadgen import closed_loop, open_loop
+from benchmarks.serving import REPO, free_port, server
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 GUNICORN = Path("/tmp/refbench-venv/bin/gunicorn")   # installed by ../shared/tools/refbench.sh
 APP = "benchmarks.wsgi_apps:burn"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def server(cmd: list[str], port: int):
-    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{cmd[0]} did not start")
-            time.sleep(0.1)
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def servers(port: int, target_ms: float) -> dict[str, list[str]]:

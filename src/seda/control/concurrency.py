@@ -6,7 +6,7 @@ import math
 from collections import deque
 from typing import Any
 
-from .driver import Controller
+from .driver import Controller, take_all
 
 
 class AdaptiveConcurrency(Controller):
@@ -44,7 +44,7 @@ class AdaptiveConcurrency(Controller):
         self.responses.extend(responses)
 
     def tick(self, now: float) -> None:
-        samples = [self.responses.popleft() for _ in range(len(self.responses))]
+        samples = take_all(self.responses)
         self._ticks += 1
         if self._ticks % self.reset == 0:
             self.min_rtt = None

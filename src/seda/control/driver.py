@@ -5,11 +5,18 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections import deque
 from typing import Any
 
 from ..scheduler import Scheduler
 
 log = logging.getLogger("seda")
+
+
+def take_all(samples: deque) -> list:
+    """Everything gathered so far, leaving the deque empty. Stage threads append while the
+    control thread takes: popping what was counted loses nothing, where list() + clear() could."""
+    return [samples.popleft() for _ in range(len(samples))]
 
 
 class Controller:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .driver import Controller
+from .driver import Controller, take_all
 
 
 class QueueDelay(Controller):
@@ -37,7 +37,7 @@ class QueueDelay(Controller):
         self.waits.extend(waits)
 
     def tick(self, now: float) -> None:
-        waits = [self.waits.popleft() for _ in range(len(self.waits))]
+        waits = take_all(self.waits)
         processed = self.stage.processed
         last, self._last = self._last, (now, processed)
         if last is not None and now > last[0]:

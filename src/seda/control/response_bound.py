@@ -7,8 +7,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .driver import Controller
-from .response_time import p90
+from .driver import Controller, take_all
+from .response_time import smoothed_p90
 
 _MAX_SAMPLES = 100_000
 
@@ -104,7 +104,7 @@ class ResponseTimeBound(Controller):
         if gathered < self.nreq and now - self._last_run < self.timeout:
             return
         self._last_run = now
-        services = [self._services.popleft() for _ in range(len(self._services))]
+        services = take_all(self._services)
         if services:
             mean = sum(services) / len(services)
             self.capacity = self.stage.manager.thread_count() / max(mean, 1e-6)
@@ -121,14 +121,12 @@ class ResponseTimeBound(Controller):
             self.bounds = {c: self.capacity * k.target * k.share for c, k in self.classes.items()}
 
     def _measure(self, k: _Class, idle: bool) -> bool:
-        """Fold the round's samples into ``cur``; an idle stage counts as a sample of 0 so that
-        a cut share can recover after a spike."""
-        samples = [k.samples.popleft() for _ in range(len(k.samples))]
-        if not samples and not idle:
+        """Fold the round's samples into ``cur`` (see ``smoothed_p90``); False if there is
+        nothing to go on."""
+        cur = smoothed_p90(k.cur, take_all(k.samples), idle, self.alpha)
+        if cur is None:
             return False
-        samp = p90(samples) if samples else 0.0
-        k.cur = samp if k.cur is None else self.alpha * k.cur + (1 - self.alpha) * samp
-        k.err = (k.cur - k.target) / k.target
+        k.cur, k.err = cur, (cur - k.target) / k.target
         return True
 
     def _cut(self, c: int) -> None:

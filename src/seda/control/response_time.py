@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .driver import Controller
+from .driver import Controller, take_all
 from .token_bucket import TokenBucket
 
 _BURST = 0.1      # seconds of the current rate the bucket holds, when no depth is given
@@ -21,6 +21,21 @@ def p90(samples: list[float]) -> float:
     """The (0.9 x n)-th smallest sample, as the thesis takes it."""
     samples.sort()
     return samples[max(0, math.ceil(0.9 * len(samples)) - 1)]
+
+
+def smoothed_p90(cur: float | None, samples: list[float], idle: bool,
+                 alpha: float) -> float | None:
+    """The thesis's estimate after a round: ``alpha*cur + (1-alpha)*p90(samples)``. None if
+    there is nothing to go on. A stage with no samples and an empty queue is idle: that counts
+    as a sample of 0, so a cut made during a spike can recover after it (the thesis leaves this
+    case open)."""
+    if samples:
+        samp = p90(samples)
+    elif idle:
+        samp = 0.0
+    else:
+        return None
+    return samp if cur is None else alpha * cur + (1 - alpha) * samp
 
 
 class _Loop:
@@ -43,18 +58,11 @@ class _Loop:
 
     def measure(self, idle: bool) -> bool:
         """Fold the samples gathered since last time into ``cur``; False if there is nothing to
-        go on. A stage with no samples and an empty queue is idle: that counts as a sample of 0,
-        so a rate cut during a spike can recover after it (the thesis leaves this case open)."""
-        samples = [self.samples.popleft() for _ in range(len(self.samples))]
-        if samples:
-            samp = p90(samples)
-        elif idle:
-            samp = 0.0
-        else:
+        go on (see ``smoothed_p90``)."""
+        cur = smoothed_p90(self.cur, take_all(self.samples), idle, self.p["alpha"])
+        if cur is None:
             return False
-        a = self.p["alpha"]
-        self.cur = samp if self.cur is None else a * self.cur + (1 - a) * samp
-        self.err = (self.cur - self.target) / self.target
+        self.cur, self.err = cur, (cur - self.target) / self.target
         return True
 
     def set_rate(self, rate: float) -> None:
