@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 
@@ -16,7 +17,7 @@ class _Lru:
     def add(self, key: Any, size: int) -> None:
         self.order[key] = None
 
-    def hit(self, key: Any) -> None:
+    def hit(self, key: Any, count: int = 1) -> None:
         self.order.move_to_end(key)
 
     def remove(self, key: Any) -> None:
@@ -62,8 +63,8 @@ class _Lfu(_Ranked):
         self.hits[key] = 1
         self._push(key, 1)
 
-    def hit(self, key: Any) -> None:
-        self.hits[key] += 1
+    def hit(self, key: Any, count: int = 1) -> None:
+        self.hits[key] += count
         self._push(key, self.hits[key])
 
     def remove(self, key: Any) -> None:
@@ -84,7 +85,7 @@ class _GreedyDualSize(_Ranked):
         self.sizes[key] = max(1, size)
         self._push(key, self.inflation + 1.0 / self.sizes[key])
 
-    def hit(self, key: Any) -> None:
+    def hit(self, key: Any, count: int = 1) -> None:
         self._push(key, self.inflation + 1.0 / self.sizes[key])
 
     def remove(self, key: Any) -> None:
@@ -103,13 +104,15 @@ POLICIES = {"lru": _Lru, "lfu": _Lfu, "gds": _GreedyDualSize}
 
 class PageCache:
     """Values with sizes, at most ``budget`` bytes in all; entries larger than ``max_entry`` are
-    not cached. Not thread-safe: the page cache stage owns it."""
+    not cached. ``on_remove(key)`` is told of every entry that leaves (evicted or replaced).
+    Not thread-safe: the page cache stage owns it."""
 
     def __init__(self, budget: int = 200 * 2**20, policy: str = "lru",
-                 max_entry: int = 2**20) -> None:
+                 max_entry: int = 2**20, on_remove: Callable[[Any], None] | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"cache policy is one of {', '.join(POLICIES)}, not {policy!r}")
         self.budget, self.max_entry, self.policy_name = budget, max_entry, policy
+        self.on_remove = on_remove
         self.policy = POLICIES[policy]()
         self.entries: dict[Any, tuple[Any, int]] = {}
         self.used = 0
@@ -130,6 +133,12 @@ class PageCache:
         self.policy.hit(key)
         return entry[0]
 
+    def credit(self, key: Any, hits: int) -> None:
+        """Count ``hits`` served for ``key`` without a ``get`` (answered from a copy elsewhere)."""
+        if hits and key in self.entries:
+            self.hits += hits
+            self.policy.hit(key, hits)
+
     def put(self, key: Any, value: Any, size: int) -> bool:
         """Cache ``value``; False if it is too large to keep. Evicts until it fits."""
         if size > self.max_entry or size > self.budget:
@@ -148,3 +157,5 @@ class PageCache:
         if entry is not None:
             self.used -= entry[1]
             self.policy.remove(key)
+            if self.on_remove is not None:
+                self.on_remove(key)

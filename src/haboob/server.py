@@ -18,7 +18,16 @@ from typing import Any
 
 import seda
 from seda.control import ResponseTimeBound, ThreadPoolController
-from seda.http import FileBody, Prepared, Response, mount, prepare_head, responses, serve
+from seda.http import (
+    FileBody,
+    Prepared,
+    ReadyAnswer,
+    Response,
+    mount,
+    prepare_head,
+    responses,
+    serve,
+)
 from seda.io import WriteDone
 
 from .access_log import AccessLog
@@ -193,20 +202,39 @@ class _Loaded:
 
 class PageCacheStage(seda.EventHandler):
     """Answers hits from memory, hits before misses and short before long in each batch (SCF,
-    thesis 6.1.1); misses and stale entries go to CacheMiss."""
+    thesis 6.1.1); misses and stale entries go to CacheMiss.
 
-    def __init__(self, options: Options) -> None:
-        self.options = options
-        self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry)
+    Every cached file's 200 answer is also published in ``answers`` (target -> ReadyAnswer),
+    good until the file is due for a recheck: the HTTP stage answers plain GETs from it and
+    never sends them here. What it served is credited to the replacement policy when the file
+    is reloaded; eviction takes the answer away with the entry."""
+
+    def __init__(self, options: Options, answers: dict[bytes, ReadyAnswer]) -> None:
+        self.options, self.answers = options, answers
+        self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry,
+                               on_remove=self._unpublish)
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
+
+    def _unpublish(self, key: str) -> None:
+        self.answers.pop(key.encode("latin-1"), None)
+
+    def _keep(self, entry: Entry) -> None:
+        # A cache key is a request's raw path, so it equals the raw target of exactly the plain
+        # requests (no query) that the slow path would answer with this entry.
+        target = entry.key.encode("latin-1")
+        served = self.answers.pop(target, None)
+        if self.cache.put(entry.key, entry, entry.size):
+            self.answers[target] = ReadyAnswer(entry.ok, entry.checked + self.options.recheck)
+            if served is not None:
+                self.cache.credit(entry.key, served.hits)
 
     def handle_events(self, events: list) -> None:
         hits, now, cache = [], time.monotonic(), self.cache
         for ev in events:
             if type(ev) is _Loaded:
-                cache.put(ev.entry.key, ev.entry, ev.entry.size)
+                self._keep(ev.entry)
                 continue
             if ev.method not in _GET_HEAD:
                 ev.respond(responses.method_not_allowed(_GET_HEAD))
@@ -298,15 +326,16 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
     rt.add_stage("haboob.status", Status(), blocking=False)
     routes.append((PREFIX.rstrip("/"), rt.sink("haboob.status")))
     static = options.root is not None
+    answers: dict[bytes, ReadyAnswer] | None = {} if static else None
     if static:
         rt.add_stage("haboob.close", Closer(), blocking=False)
         rt.add_stage("haboob.miss", CacheMiss(options, fallback),
                      threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                      batch=1)
-        rt.add_stage("haboob.cache", PageCacheStage(options), blocking=False, batch=256)
+        rt.add_stage("haboob.cache", PageCacheStage(options, answers), blocking=False, batch=256)
     rt.add_stage("haboob.recv", HttpRecv(routes, static), blocking=False, batch=256)
     log = None
     if options.access_log is not None:
         log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
     return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock, log=log,
-                 ssl_context=options.ssl_context, reuse_port=options.reuse_port)
+                 answers=answers, ssl_context=options.ssl_context, reuse_port=options.reuse_port)

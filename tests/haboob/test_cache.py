@@ -62,3 +62,15 @@ def test_budget_entry_limit_and_accounting():
 def test_unknown_policy():
     with pytest.raises(ValueError, match="lru, lfu, gds"):
         PageCache(policy="fifo")
+
+
+def test_removals_are_told_and_credits_count_as_hits():
+    gone = []
+    cache = PageCache(budget=20, policy="lfu", on_remove=gone.append)
+    fill(cache, ("a", 10), ("b", 10))
+    cache.credit("a", 5)                    # served elsewhere five times: a is the frequent one
+    cache.credit("missing", 3)              # nothing to credit
+    fill(cache, ("c", 10))
+    assert gone == ["b"] and cache.hits == 5
+    fill(cache, ("a", 10))                  # replaced: its old value leaves too
+    assert gone == ["b", "a"]

@@ -117,6 +117,49 @@ def test_a_changed_file_is_seen(haboob, site):
     assert fetch(address, "/")[1] == b"<h1>changed</h1>"
 
 
+def test_cached_files_are_answered_by_the_http_stage_until_their_recheck(site):
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=1.0, cache_policy="lfu")).address
+    rt.start()
+    try:
+        stage = rt.stage("haboob.cache").handler
+        for _ in range(3):
+            assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+        ready = stage.answers[b"/index.html"]
+        assert ready.hits >= 1                  # the first fetch loaded it; later ones were ready
+        (site / "index.html").write_bytes(b"<h1>changed</h1>")
+        os.utime(site / "index.html", (time.time() + 5, time.time() + 5))
+        deadline = time.monotonic() + WAIT
+        while fetch(address, "/index.html")[1] != b"<h1>changed</h1>":
+            assert time.monotonic() < deadline, "the change was never seen"
+        # the reload credited what the ready answer served to the replacement policy
+        assert stage.cache.policy.hits["/index.html"] >= 1 + ready.hits
+    finally:
+        rt.stop()
+
+
+def test_an_evicted_file_loses_its_ready_answer(site):
+    (site / "a.txt").write_bytes(b"a" * 600)
+    (site / "b.txt").write_bytes(b"b" * 600)
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, cache_bytes=1000)).address
+    rt.start()
+    try:
+        answers = rt.stage("haboob.cache").handler.answers
+        assert fetch(address, "/a.txt")[1] == b"a" * 600
+        deadline = time.monotonic() + WAIT
+        while b"/a.txt" not in answers:         # CacheMiss hands the entry back as an event
+            assert time.monotonic() < deadline
+            fetch(address, "/a.txt")
+        assert fetch(address, "/b.txt")[1] == b"b" * 600
+        while b"/b.txt" not in answers:
+            assert time.monotonic() < deadline
+            fetch(address, "/b.txt")
+        assert b"/a.txt" not in answers and fetch(address, "/a.txt")[1] == b"a" * 600
+    finally:
+        rt.stop()
+
+
 def test_files_win_and_the_root_app_gets_the_rest(haboob):
     address = haboob(apps=[("/", hello_app), ("/api", hello_app)])
     assert fetch(address, "/")[1] == b"<h1>home</h1>"

@@ -1,6 +1,7 @@
 """HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses."""
 
 from . import response as responses
+from .answers import ReadyAnswer
 from .request import HttpRequest
 from .response import FileBody, Prepared, Response, StreamBody, date_line, prepare_head, status_line
 from .server import HttpConnection, HttpServer, Limits, Logged, serve
@@ -14,6 +15,7 @@ __all__ = [
     "Limits",
     "Logged",
     "Prepared",
+    "ReadyAnswer",
     "Response",
     "StreamBody",
     "WsgiHandler",

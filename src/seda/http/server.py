@@ -21,12 +21,19 @@ from ..io.sockets import SocketLayer
 from ..sink import SinkError
 from ..stage import EventHandler
 from . import response as responses
+from .answers import ReadyAnswer
 from .request import BodyReader, HttpRequest
 from .response import Response, StreamBody, _Chunks
 
 log = logging.getLogger("seda")
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# Headers the server stage itself looks at; any other role makes a request not plain (its
+# answer may depend on more than its target).
+_HOST, _LENGTH, _EXPECT, _CONDITION = range(4)
+_ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"expect": _EXPECT,
+          **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
+                           b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
 _TICK = 1.0                          # seconds between sweeps for timeouts
 
 
@@ -74,8 +81,8 @@ class HttpConnection:
     """Per-connection protocol state; also the httptools callback object."""
 
     __slots__ = (
-        "_body", "_body_size", "_expect", "_header_size", "_headers", "_stream", "_url", "conn",
-        "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
+        "_body", "_body_size", "_expect", "_header_size", "_headers", "_plain", "_stream", "_url",
+        "conn", "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
         "send_seq", "server", "state", "streaming",
     )
 
@@ -97,6 +104,7 @@ class HttpConnection:
         self._body: list[bytes] = []
         self._body_size = 0
         self._expect = False
+        self._plain = False                       # a GET that a ready answer may answer
         self._stream: BodyReader | None = None    # the body of a request dispatched early
 
     # -- httptools callbacks (loop thread) ---------------------------------------------------------
@@ -125,18 +133,25 @@ class HttpConnection:
         version = parser.get_http_version()
         if version not in ("1.1", "1.0"):
             raise _Refuse(responses.version_not_supported())
-        hosts = [v for k, v in self._headers if k.lower() == b"host"]
-        if len(hosts) > 1 or (version == "1.1" and not hosts):
-            raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
-        length = 0
-        for k, v in self._headers:
-            lower = k.lower()
-            if lower == b"content-length":
+        hosts = length = 0
+        plain = True
+        for k, v in self._headers:             # one pass, one lower() per header
+            role = _ROLES.get(k.lower())
+            if role is None:
+                continue
+            if role is _HOST:
+                hosts += 1
+            elif role is _LENGTH:
                 length = int(v)                # llhttp has checked that it is a number
-            elif lower == b"expect":
+            elif role is _EXPECT:
                 if v.lower() != b"100-continue":
                     raise _Refuse(Response(417, b"", None))
                 self._expect = version == "1.1"
+            else:
+                plain = False
+        if hosts > 1 or (version == "1.1" and not hosts):
+            raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
+        self._plain = plain and parser.get_method() == b"GET"
         if length > limits.max_body:
             raise _Refuse(responses.payload_too_large())
         self.state = "body"
@@ -177,7 +192,34 @@ class HttpConnection:
             self.state = "idle"
             self.idle_since = time.monotonic()
             return
+        if self._plain and self.server.answers is not None and self._answer_ready():
+            return
         self._dispatch(self._request())
+
+    def _answer_ready(self) -> bool:
+        """Answer a plain GET from the server's ready answers, if one is fresh for its target
+        (see answers.py); False sends the request the usual way."""
+        url = self._url[0] if len(self._url) == 1 else b"".join(self._url)
+        ready = self.server.answers.get(url)
+        if ready is None or self._body:
+            return False
+        now = time.monotonic()
+        if now >= ready.fresh_until:
+            return False
+        ready.hits += 1
+        self.state = "idle"
+        self.idle_since = now
+        server, parser = self.server, self.parser
+        if server.log is not None:             # the access log wants the request itself
+            self.respond(self._request(), ready.response)
+        else:
+            seq = self.next_seq
+            self.next_seq += 1
+            items, keep = ready.response.encode(False, parser.should_keep_alive() and not
+                                                server.closing, parser.get_http_version() == "1.0")
+            self._deliver(seq, items, keep)
+        self._throttle()
+        return True
 
     def _request(self) -> HttpRequest:
         """The request parsed so far, with the next sequence number."""
@@ -210,8 +252,12 @@ class HttpConnection:
         except SinkError:                      # shed: answer at once, keep the connection
             self.server.shed += 1
             self.respond(request, responses.service_unavailable())
-        if self.next_seq - self.send_seq >= self.server.limits.max_pipelined:
-            self.paused = True                 # too many unanswered: stop reading for now
+        self._throttle()
+
+    def _throttle(self) -> None:
+        """Too many requests parsed and not yet sent: stop reading for now."""
+        if self.next_seq - self.send_seq >= self.server.limits.max_pipelined and not self.paused:
+            self.paused = True
             self.conn.pause_reading()
 
     # -- data in (loop thread) ---------------------------------------------------------------------
@@ -443,8 +489,9 @@ class _Pump:
 class HttpServer(EventHandler):
     """The server stage. Events: the socket layer's, responses from other threads, ticks."""
 
-    def __init__(self, sink: Any, limits: Limits, log: Any = None) -> None:
-        self.sink, self.limits, self.log = sink, limits, log
+    def __init__(self, sink: Any, limits: Limits, log: Any = None,
+                 answers: dict[bytes, ReadyAnswer] | None = None) -> None:
+        self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
         self.connections: dict[Any, HttpConnection] = {}
         self.closing = False
         self.loop_ident = 0
@@ -493,11 +540,14 @@ class HttpServer(EventHandler):
 
 
 def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Limits | None = None,
-          log: Any = None, **listen_options: Any) -> Any:
+          log: Any = None, answers: dict[bytes, ReadyAnswer] | None = None,
+          **listen_options: Any) -> Any:
     """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``.
     Returns the listener (``.address`` is the bound address). With ``log``, a ``Logged`` event
-    per response goes there, lossily. ``listen_options`` go to ``SocketLayer.listen``
+    per response goes there, lossily. With ``answers`` (request target -> ``ReadyAnswer``, kept
+    by the application on the loop thread), a plain GET with a fresh answer there is answered
+    at once and never reaches ``sink``. ``listen_options`` go to ``SocketLayer.listen``
     (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
-    server = HttpServer(sink, limits or Limits(), log)
+    server = HttpServer(sink, limits or Limits(), log, answers)
     stage = rt.add_stage(name, server, blocking=False, batch=256)
     return SocketLayer.of(rt).listen(address, stage.sink, half_close=True, **listen_options)
