@@ -1,10 +1,11 @@
-# make run: start Haboob on examples/; make test: install and run the tests.
+# make run: start Haboob on examples/; make test: install and run the tests;
+# make webstudy: the web-server study (~30 min, docs/results/webstudy.md).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench webstudy clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +32,18 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/micro.py
+
+# The web-server study measures nginx beside Haboob: install Debian's where apt-get can (as root);
+# the study skips nginx, saying so, where it could not.
+$(VENV)/.nginx: | $(STAMP)
+	command -v nginx >/dev/null || test -x /usr/sbin/nginx || { [ "$$(id -u)" = 0 ] && \
+	  command -v apt-get >/dev/null && (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light) >/dev/null 2>&1; } || \
+	  echo "nginx not installed: the web-server study will skip it"
+	touch $@
+
+webstudy: $(STAMP) $(VENV)/.nginx
+	$(PY) -m benchmarks.webstudy
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
