@@ -35,7 +35,8 @@ def _baseline(module: str) -> Callable[[str, int, Path], list[str]]:
 
 
 def nginx_binary() -> str | None:
-    return shutil.which("nginx") or (p if Path(p := "/usr/sbin/nginx").exists() else None)
+    """nginx on the PATH, or where Debian puts it (/usr/sbin is not on every user's PATH)."""
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
 
 
 def nginx_conf(root: str, port: int, work: Path) -> str:
