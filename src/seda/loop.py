@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import selectors
+import select
 import threading
 import time
 from collections import deque
@@ -26,6 +26,10 @@ log = logging.getLogger("seda")
 # Stage batches run between two looks at the sockets: enough to amortise the select() system
 # call over many hops, few enough that sockets are never starved by busy stages.
 BUDGET = 64
+_IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+_MASKS = (_IN, _OUT)
+_IN_ERR = _IN | select.EPOLLERR | select.EPOLLHUP
+_OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
 # One batch in SAMPLE_EVERY is timed for the stage's service-time statistics: an unbiased
 # sample, without two clock readings on every hop.
 SAMPLE_EVERY = 16
@@ -115,7 +119,10 @@ class EventLoop:
     def __init__(self) -> None:
         self.ready: deque[LoopStage] = deque()
         self.callbacks: deque = deque()
-        self.selector = selectors.DefaultSelector()
+        # epoll itself rather than the selectors module: its select() builds a (key, mask)
+        # pair per ready socket in Python, the loop's busiest few lines.
+        self._epoll = select.epoll()
+        self._watched: dict[int, list] = {}      # fd -> [reader, writer] callbacks
         self.sleeping = False        # blocked in select(): cross-thread work must wake it
         self.busy = False            # running anything at all; Runtime.stop watches it
         self.batches = 0
@@ -124,7 +131,7 @@ class EventLoop:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.selector.register(self._wake_r, selectors.EVENT_READ, [self._drain_wakeups, None])
+        self.add_reader(self._wake_r, self._drain_wakeups)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -146,7 +153,7 @@ class EventLoop:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 return False
-        self.selector.close()
+        self._epoll.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
         return True
@@ -182,22 +189,22 @@ class EventLoop:
         self._watch(fileobj, 1, None)
 
     def _watch(self, fileobj: Any, slot: int, callback: Callable[[], None] | None) -> None:
-        try:
-            key = self.selector.get_key(fileobj)
-        except KeyError:
-            if callback is None:
-                return
-            data = [None, None]
-            data[slot] = callback
-            self.selector.register(fileobj, selectors.EVENT_READ << slot, data)
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        callbacks = self._watched.get(fd)
+        if callbacks is None:
+            if callback is not None:
+                callbacks = self._watched[fd] = [None, None]
+                callbacks[slot] = callback
+                self._epoll.register(fd, _MASKS[slot])
             return
-        data = list(key.data)
-        data[slot] = callback
-        mask = (selectors.EVENT_READ if data[0] else 0) | (selectors.EVENT_WRITE if data[1] else 0)
+        callbacks[slot] = callback
+        mask = (_IN if callbacks[0] else 0) | (_OUT if callbacks[1] else 0)
         if mask:
-            self.selector.modify(fileobj, mask, data)
+            self._epoll.modify(fd, mask)
         else:
-            self.selector.unregister(fileobj)
+            del self._watched[fd]
+            with contextlib.suppress(OSError):   # already closed: the kernel forgot it
+                self._epoll.unregister(fd)
 
     def _drain_wakeups(self) -> None:
         try:
@@ -209,7 +216,8 @@ class EventLoop:
     # -- the thread ----------------------------------------------------------------------------
 
     def _run(self) -> None:
-        ready, callbacks, select = self.ready, self.callbacks, self.selector.select
+        ready, callbacks = self.ready, self.callbacks
+        poll, watched = self._epoll.poll, self._watched
         clock = time.perf_counter
         cursor = Cursor()
         thread_cursor.set(cursor)
@@ -264,8 +272,8 @@ class EventLoop:
                 # lands before the look or sees ``sleeping`` and writes the wake-up byte.
                 self.busy = False
                 self.sleeping = True
-                timeout = 0 if (ready or callbacks or self._stopping) else None
-            events = select(timeout)
+                timeout = 0 if (ready or callbacks or self._stopping) else -1
+            events = poll(timeout)
             self.sleeping = False
             self.busy = True
             if len(events) > 1:
@@ -273,12 +281,19 @@ class EventLoop:
                 # random one so none is always served last (thesis 5.6.1).
                 k = randrange(len(events))
                 events = events[k:] + events[:k]
-            for key, mask in events:
-                reader, writer = key.data
-                if mask & selectors.EVENT_READ and reader is not None:
-                    self._call(reader, ())
-                if mask & selectors.EVENT_WRITE and writer is not None:
-                    self._call(writer, ())
+            for fd, mask in events:
+                handlers = watched.get(fd)
+                if handlers is None:                 # unwatched by an earlier callback
+                    continue
+                reader, writer = handlers
+                try:
+                    # errors and hang-ups wake the reader: its recv says what happened
+                    if mask & _IN_ERR and reader is not None:
+                        reader()
+                    if mask & _OUT_ERR and writer is not None and handlers[1] is writer:
+                        writer()
+                except Exception:
+                    log.exception("event loop: callback for descriptor %d raised", fd)
         self.busy = False
 
     @staticmethod
