@@ -82,7 +82,7 @@ class HttpConnection:
 
     __slots__ = (
         "_body", "_body_size", "_expect", "_header_size", "_headers", "_plain", "_stream", "_url",
-        "conn", "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
+        "_version", "conn", "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
         "send_seq", "server", "state", "streaming",
     )
 
@@ -105,6 +105,7 @@ class HttpConnection:
         self._body_size = 0
         self._expect = False
         self._plain = False                       # a GET that a ready answer may answer
+        self._version = "1.1"                     # of the request being read
         self._stream: BodyReader | None = None    # the body of a request dispatched early
 
     # -- httptools callbacks (loop thread) ---------------------------------------------------------
@@ -130,7 +131,8 @@ class HttpConnection:
 
     def on_headers_complete(self) -> None:
         parser, limits = self.parser, self.server.limits
-        version = parser.get_http_version()
+        # httptools formats the version string on every call: ask once
+        self._version = version = parser.get_http_version()
         if version not in ("1.1", "1.0"):
             raise _Refuse(responses.version_not_supported())
         hosts = length = 0
@@ -216,7 +218,7 @@ class HttpConnection:
             seq = self.next_seq
             self.next_seq += 1
             items, keep = ready.response.encode(False, parser.should_keep_alive() and not
-                                                server.closing, parser.get_http_version() == "1.0")
+                                                server.closing, self._version == "1.0")
             self._deliver(seq, items, keep)
         self._throttle()
         return True
@@ -241,7 +243,7 @@ class HttpConnection:
             parser.get_method().decode("ascii"), url.decode("latin-1"), path.decode("latin-1"),
             query.decode("latin-1"), self._headers,
             self._body[0] if len(self._body) == 1 else b"".join(self._body),
-            parser.get_http_version(), self, seq, parser.should_keep_alive())
+            self._version, self, seq, parser.should_keep_alive())
 
     def _dispatch(self, request: HttpRequest) -> None:
         """Hand a request to the user's sink; one it refuses is answered 503 at once."""
