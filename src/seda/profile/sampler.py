@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import resource
 import threading
@@ -20,8 +22,20 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def flow(stage: Any) -> dict:
+    """What the queueing model (``python -m seda.model plan``) needs beyond ``stats()``: the
+    events the stage accepted, how many of them each other stage sent (the rest came from
+    outside the stages), and the mean handler time per event over its recent batches."""
+    edges = dict(stage.sink.edges)
+    times = list(stage.service_times)
+    return {"accepted": sum(edges.values()),
+            "sources": {src.name: count for src, count in edges.items() if src is not None},
+            "service_ms": 1000 * math.fsum(times) / len(times) if times else None}
+
+
 class Sampler:
-    """Every ``interval`` seconds: ``{"t", "rss", "stages": runtime.stats()}`` as one line."""
+    """Every ``interval`` seconds: ``{"t", "rss", "stages": runtime.stats()}`` as one line,
+    each stage's entry extended by :func:`flow`."""
 
     def __init__(self, runtime: Any, path: str | PathLike, interval: float = 1.0) -> None:
         if interval <= 0:
@@ -43,8 +57,12 @@ class Sampler:
         self._file.close()
 
     def sample(self) -> dict:
+        stages = self.runtime.stats()
+        for name, row in stages.items():
+            with contextlib.suppress(KeyError):          # destroyed since stats()
+                row.update(flow(self.runtime.stage(name)))
         return {"t": round(time.monotonic() - self._t0, 3), "time": time.time(),
-                "rss": rss_bytes(), "stages": self.runtime.stats()}
+                "rss": rss_bytes(), "stages": stages}
 
     def _run(self) -> None:
         while True:
