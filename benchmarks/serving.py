@@ -19,11 +19,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(cmd: list[str], port: int) -> Iterator[None]:
+def server(cmd: list[str], port: int, env: dict[str, str] | None = None,
+           ) -> Iterator[subprocess.Popen]:
     """Run ``cmd`` from the repository on core 0 until the block ends; its port must accept
-    within 30 s."""
+    within 30 s. Yields the process (its pid is the server's: taskset execs it)."""
     proc = subprocess.Popen(["taskset", "-c", "0", *cmd], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -32,7 +33,7 @@ def server(cmd: list[str], port: int) -> Iterator[None]:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"{cmd[0]} did not start")
             time.sleep(0.1)
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:
