@@ -98,7 +98,7 @@ class HttpConnection:
         self.dispatched: dict[int, float] = {}          # unanswered request -> when it was sent
         self.streaming: tuple[StreamBody, bool] | None = None   # a body being sent, and keep
         self.paused = False
-        self._url: list[bytes] = []
+        self._url = b""                           # the request target, as it arrives
         self._headers: list[tuple[bytes, bytes]] = []
         self._header_size = 0
         self._body: list[bytes] = []
@@ -113,13 +113,14 @@ class HttpConnection:
     def on_message_begin(self) -> None:
         self.state = "headers"
         self.deadline = time.monotonic() + self.server.limits.header_timeout
-        self._url, self._headers, self._body = [], [], []
+        self._url = b""
+        self._headers, self._body = [], []
         self._header_size = self._body_size = 0
         self._expect = False
 
     def on_url(self, url: bytes) -> None:
-        self._url.append(url)
-        if sum(map(len, self._url)) > self.server.limits.max_request_line:
+        self._url += url                       # almost always in one piece
+        if len(self._url) > self.server.limits.max_request_line:
             raise _Refuse(responses.uri_too_long())
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -201,7 +202,7 @@ class HttpConnection:
     def _answer_ready(self) -> bool:
         """Answer a plain GET from the server's ready answers, if one is fresh for its target
         (see answers.py); False sends the request the usual way."""
-        url = self._url[0] if len(self._url) == 1 else b"".join(self._url)
+        url = self._url
         ready = self.server.answers.get(url)
         if ready is None or self._body:
             return False
@@ -226,7 +227,7 @@ class HttpConnection:
     def _request(self) -> HttpRequest:
         """The request parsed so far, with the next sequence number."""
         parser = self.parser
-        url = b"".join(self._url)
+        url = self._url
         if url[:1] == b"/":
             path, _, query = url.partition(b"?")
         elif url == b"*":
