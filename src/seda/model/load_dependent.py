@@ -13,8 +13,9 @@ import math
 
 from .mmm import check_rates
 
-#: the most states summed one by one (reached only within about 3e-5 of saturation)
-MAX_STATES = 1_000_000
+#: the most states summed one by one past ``level``; more would be needed only within about
+#: 1e-4 of saturation (r ** MAX_STATES > tol)
+MAX_STATES = 200_000
 
 
 def penalty(total_threads: int, m_prime: float, beta: float) -> float:
@@ -105,18 +106,19 @@ class LoadDependent:
             s0, s1, s2 = s0 + w, s1 + n * w, s2 + n * n * w
         # Beyond ``level`` each term is r times the one before, so what a cut at n leaves out
         # is exactly t_n sum_j r^j (n + j)^k for k = 0, 1, 2: geometric series in closed form.
-        # Cut where each is below ``tol`` of its sum; if r is so near 1 that this would take
-        # more than MAX_STATES states, add the rest in that closed form instead.
+        # Cut where each is below ``tol`` of its sum. If r is so near 1 that this would take
+        # more than MAX_STATES states, add all of it from ``level`` on in that closed form.
         r, n, w = lam / self.capacity, level, weights[-1]
+        closed = math.log(tol) / math.log(r) > MAX_STATES
         while True:
             g = r / (1 - r)
             tail0 = w * g
             tail1 = w * (n * g + g / (1 - r))
             tail2 = w * (n * n * g + 2 * n * g / (1 - r) + g * (1 + r) / (1 - r) ** 2)
-            if tail0 <= tol * s0 and tail1 <= tol * s1 and tail2 <= tol * s2:
-                break
-            if n - first >= MAX_STATES:
+            if closed:
                 s0, s1, s2, tail0 = s0 + tail0, s1 + tail1, s2 + tail2, 0.0
+                break
+            if tail0 <= tol * s0 and tail1 <= tol * s1 and tail2 <= tol * s2:
                 break
             n, w = n + 1, w * r
             weights.append(w)

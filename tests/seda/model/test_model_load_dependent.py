@@ -57,9 +57,10 @@ def test_near_saturation_the_remainder_is_summed_in_closed_form(monkeypatch):
     monkeypatch.setattr(ld, "MAX_STATES", 50)
     lam = 0.15 * (1 - 1e-3)
     capped = LoadDependent(lam, 0.05, 3, alpha=4, m_prime=15, beta=0)
-    assert capped.truncation == 50 and capped.truncation_error == 0
+    assert capped.truncation == capped.level == 3 and capped.truncation_error == 0
     assert capped.mean_jobs == pytest.approx(MMm(lam, 0.05, 3).mean_jobs, rel=1e-9)
     assert capped.var_jobs == pytest.approx(MMm(lam, 0.05, 3).var_jobs, rel=1e-9)
+    assert capped.pn(5000) == pytest.approx(MMm(lam, 0.05, 3).pn(5000), rel=1e-9)
 
 
 def test_thread_overhead_makes_more_threads_worse():

@@ -61,7 +61,7 @@ NETWORKS = {                                                 # network, requests
     "feedback": (feedback, 60_000),
     "load-dependent": (lambda: single(0.05, 17, 0.1, alpha=4, m_prime=15, beta=0.01), 30_000),
     "lone requests wait": (lambda: single(0.05, 22, 0.1, alpha=4, m_prime=15, beta=0.01),
-                           60_000),
+                           100_000),
 }
 
 
