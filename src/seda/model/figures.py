@@ -19,13 +19,14 @@ Build = Callable[[float], JacksonNetwork]
 
 
 def _network(stations: Iterable[tuple], routes: Iterable[tuple] = (),
-             entry: str | None = None, lam: float = 1.0) -> JacksonNetwork:
+             lam: float = 1.0) -> JacksonNetwork:
+    """Requests arrive at the first station."""
     net = JacksonNetwork()
     for name, mu, servers, *extra in stations:
         net.add_station(name, mu, servers, **(extra[0] if extra else {}))
     for src, dst, p in routes:
         net.route(src, dst, p)
-    net.arrive(entry or next(iter(net.stations)), lam)
+    net.arrive(next(iter(net.stations)), lam)
     return net
 
 
@@ -38,12 +39,12 @@ def pipeline(mu: float | tuple[float, ...], threads: tuple[int, ...],
                     [(a, b, 1.0) for a, b in itertools.pairwise(names)], lam=lam)
 
 
-def tree(root: tuple[float, int], leaves: list[tuple[float, int]], lam: float,
-         split: list[float] | None = None) -> JacksonNetwork:
-    """A root stage routing to leaf stages (Partition, 4.4.2; Replicate, 4.4.3)."""
-    split = split or [1 / len(leaves)] * len(leaves)
+def tree(root: tuple[float, int], leaves: list[tuple[float, int]], lam: float) -> JacksonNetwork:
+    """A root stage sending each request to one of its leaf stages, all equally likely
+    (Partition, 4.4.2; Replicate, 4.4.3)."""
     stations = [("root", *root)] + [(f"leaf{i}", *leaf) for i, leaf in enumerate(leaves)]
-    return _network(stations, [("root", f"leaf{i}", p) for i, p in enumerate(split)], lam=lam)
+    p = 1 / len(leaves)
+    return _network(stations, [("root", f"leaf{i}", p) for i in range(len(leaves))], lam=lam)
 
 
 def _rates(lam_max: float, points: int = 60, upto: float = 0.98) -> list[float]:
@@ -53,8 +54,7 @@ def _rates(lam_max: float, points: int = 60, upto: float = 0.98) -> list[float]:
 class Figure:
     """One figure of one or two panels, sharing the y axis, with a legend per panel."""
 
-    def __init__(self, panels: int, title: str, ylabel: str = "mean response time",
-                 xlabel: str = "arrival rate $\\lambda$") -> None:
+    def __init__(self, panels: int, title: str) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -66,21 +66,21 @@ class Figure:
         self.axes = list(axes[0])
         self.fig.suptitle(title, fontsize="medium")
         for ax in self.axes:
-            ax.set_xlabel(xlabel)
+            ax.set_xlabel("arrival rate $\\lambda$")
             ax.grid(alpha=0.3)
-        self.axes[0].set_ylabel(ylabel)
+        self.axes[0].set_ylabel("mean response time")
         self._colours = [0] * panels
 
     def curve(self, panel: int, label: str, build: Build, lam_max: float, *,
               sim: Iterable[float] = (), sim_only: bool = False, service: Service = "exponential",
-              jobs: int = 20_000, seed: int = 1) -> None:
+              jobs: int = 20_000) -> None:
         """The analysis of ``build(lam)`` up to ``lam_max`` as a line (or, ``sim_only``, the
         simulator on a grid), and simulated points at the fractions ``sim`` of ``lam_max``."""
         ax, colour = self.axes[panel], f"C{self._colours[panel]}"
         self._colours[panel] += 1
         if sim_only:
             lams = _rates(lam_max, points=12, upto=0.95)
-            ys = [simulate(build(lam), jobs / lam, seed, service).mean_response for lam in lams]
+            ys = [simulate(build(lam), jobs / lam, 1, service).mean_response for lam in lams]
             ax.plot(lams, ys, "o-", color=colour, label=label, markersize=3)
         else:
             lams = _rates(lam_max)
@@ -88,7 +88,7 @@ class Figure:
                     label=label)
             for frac in sim:
                 lam = lam_max * frac
-                r = simulate(build(lam), jobs / lam, seed, service)
+                r = simulate(build(lam), jobs / lam, 1, service)
                 ax.plot([lam], [r.mean_response], "o", color=colour, markersize=4,
                         markerfacecolor="none")
         ax.axvline(lam_max, color=colour, linestyle=":", linewidth=0.8)
