@@ -41,6 +41,10 @@ class LoadDependent:
     If the penalty reaches ``mu`` a lone request makes no progress until others arrive (the
     thesis floors the rate at 0): the chain then never empties and lives on the states from the
     first one with a positive rate, so ``p0`` is 0 though the stage may well be stable.
+
+    There is no ``response_cdf``: the model fixes only the total rate mu(n), not how it is
+    shared among requests, and one request's response time depends on that. The simulator
+    states a sharing rule and gives percentiles under it.
     """
 
     def __init__(self, lam: float, mu: float, m: int, alpha: float, m_prime: float,
