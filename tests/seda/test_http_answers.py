@@ -97,7 +97,7 @@ def test_http10_gets_the_answer_and_a_close(served):
     address, app, answers, _ = served
     out = exchange(address, b"GET /a HTTP/1.0\r\n\r\n")
     assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"ready")
-    assert b"connection: close" in out.lower() and not app.seen
+    assert b"connection: close" in out.lower() and not app.seen and answers[b"/a"].hits == 1
 
 
 def test_without_a_log_the_answer_is_sent_as_prepared(rt):

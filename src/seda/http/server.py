@@ -82,8 +82,8 @@ class HttpConnection:
 
     __slots__ = (
         "_body", "_body_size", "_expect", "_header_size", "_headers", "_plain", "_stream", "_url",
-        "_version", "conn", "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused", "ready",
-        "send_seq", "server", "state", "streaming",
+        "_version", "conn", "deadline", "dispatched", "idle_since", "next_seq", "parser", "paused",
+        "ready", "send_seq", "server", "state", "streaming",
     )
 
     def __init__(self, server: HttpServer, conn: Any) -> None:
