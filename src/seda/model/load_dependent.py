@@ -42,9 +42,9 @@ class LoadDependent:
     thesis floors the rate at 0): the chain then never empties and lives on the states from the
     first one with a positive rate, so ``p0`` is 0 though the stage may well be stable.
 
-    There is no ``response_cdf``: the model fixes only the total rate mu(n), not how it is
-    shared among requests, and one request's response time depends on that. The simulator
-    states a sharing rule and gives percentiles under it.
+    ``response_cdf`` needs one more assumption than the means: how mu(n) is shared. It takes
+    the simulator's rule, first come first served with the requests in service (at most ``m``)
+    progressing at equal speed, which with exponential work is exactly the chain of 4.12.
     """
 
     def __init__(self, lam: float, mu: float, m: int, alpha: float, m_prime: float,
@@ -136,6 +136,36 @@ class LoadDependent:
         self.var_jobs = max(0.0, s2 / s0 - self.mean_jobs ** 2)
         self.mean_response = self.mean_jobs / lam
 
+    def response_cdf(self, t: float) -> float:
+        """Pr[R <= t] for one request (the sharing rule above). No closed form: the request's
+        own path is a Markov chain, uniformized at rate lam + capacity (no state leaves faster),
+        so Pr[R <= t] = sum_j Poisson(j; (lam + capacity) t) Pr[left within j steps]."""
+        if t <= 0 or not self.stable:
+            return 0.0
+        x = (self.lam + self.capacity) * t
+        spread = 10 * math.sqrt(x) + 10
+        low, high = max(0, math.floor(x - spread)), math.ceil(x + spread)
+        left = self._left_within(high)
+        return min(1.0, math.fsum(math.exp(j * math.log(x) - x - math.lgamma(j + 1)) * left[j]
+                                  for j in range(low, high + 1)))
+
+    def _left_within(self, steps: int) -> list[float]:
+        """Pr[a request arriving now has left within j steps], j = 0..steps, extended on demand.
+
+        An arrival finding n requests starts in service if n < m (n + 1 in the stage), else it
+        waits for n - m + 1 departures, which come at the constant rate ``capacity`` (every
+        thread busy) while arrivals pile up behind it: state (departures still to wait for,
+        arrivals behind). In service with k in the stage it finishes at mu(k) / min(k, m), the
+        others leave at the rest of mu(k), arrivals come at lam. States past the stationary
+        distribution's 1e-9 tail are not tracked: arrivals there are lumped into the last one.
+        """
+        if not hasattr(self, "_path"):
+            self._path = _TaggedPath(self)
+        path = self._path
+        while len(path.left) <= steps:
+            path.step()
+        return path.left
+
     def pn(self, n: int) -> float:
         """The probability of ``n`` requests in the stage (4.13, 4.21)."""
         if not self.stable or n < 0:
@@ -149,3 +179,64 @@ class LoadDependent:
             return self._weights[k] / self._total
         last = len(self._weights) - 1          # past the truncation: the geometric tail
         return self._weights[last] * (self.lam / self.capacity) ** (k - last) / self._total
+
+
+class _TaggedPath:
+    """The uniformized chain of one request through a LoadDependent stage, stepped forward;
+    ``left[j]`` is the probability it has left within j steps."""
+
+    def __init__(self, q: LoadDependent) -> None:
+        m, lam = q.m, q.lam
+        uniform = lam + q.capacity
+        cut, mass = 0, q.pn(0)
+        while 1 - mass > 1e-9 and cut < q.truncation + q.m:
+            cut += 1
+            mass += q.pn(cut)
+        self.m, self.behind = m, max(cut - m, 1) + 1        # arrivals behind tracked: 0..behind-1
+        if (cut - m + 1) * self.behind > MAX_STATES:
+            raise ValueError(f"{q!r} is too near saturation for response_cdf (more than "
+                             f"{MAX_STATES} states); simulate() gives its percentiles")
+        top = m + self.behind                                # most requests in the stage tracked
+        self.arrive = lam / uniform
+        self.depart = q.capacity / uniform                   # while waiting: one goes ahead
+        rates = [q.rate(k) for k in range(top + 2)]
+        self.finish = [rates[k] / min(k, m) / uniform if k else 0.0 for k in range(top + 1)]
+        self.others = [rates[k] / uniform - self.finish[k] for k in range(top + 1)]
+        self.service = [0.0] * (top + 1)                     # by requests in the stage
+        self.waiting = [[0.0] * self.behind for _ in range(max(cut - m + 1, 0) + 1)]
+        for n in range(cut + 1):
+            if n < m:
+                self.service[n + 1] += q.pn(n)
+            else:
+                self.waiting[n - m + 1][0] += q.pn(n)
+        self.left = [0.0]
+
+    def step(self) -> None:
+        service, waiting, m, up = self.service, self.waiting, self.m, self.arrive
+        top = len(service) - 1
+        done = math.fsum(p * f for p, f in zip(service, self.finish, strict=True))
+        new = [0.0] * (top + 1)
+        for k in range(1, top + 1):
+            p = service[k]
+            if not p:
+                continue
+            stay = 1 - self.finish[k] - self.others[k] - up
+            new[k] += p * stay
+            new[k - 1] += p * self.others[k]
+            new[min(k + 1, top)] += p * up
+        for b, p in enumerate(waiting[1] if len(waiting) > 1 else ()):
+            new[m + b] += p * self.depart                    # the last one ahead went
+        last = self.behind - 1
+        moved = [[0.0] * self.behind for _ in waiting]
+        for d in range(1, len(waiting)):
+            row, out = waiting[d], moved[d]
+            below = moved[d - 1] if d > 1 else None
+            for b, p in enumerate(row):
+                if not p:
+                    continue
+                out[min(b + 1, last)] += p * up
+                if below is not None:
+                    below[b] += p * self.depart
+                out[b] += p * (1 - up - self.depart)
+        self.service, self.waiting = new, moved
+        self.left.append(self.left[-1] + done)

@@ -3,6 +3,7 @@ the convergence of the truncation that solution rests on."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -36,6 +37,24 @@ def test_without_load_dependence_it_is_mmm(lam, mu, m):
         assert getattr(b, attr) == pytest.approx(getattr(a, attr), rel=1e-9), attr
     assert [b.pn(n) for n in range(0, 400, 7)] == pytest.approx(
         [a.pn(n) for n in range(0, 400, 7)], rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize(("lam", "mu", "m"), [(2.0, 3.0, 1), (5.0, 2.0, 3), (0.15, 0.05, 4)])
+def test_without_load_dependence_the_response_cdf_is_mmm(lam, mu, m):
+    a, b = MMm(lam, mu, m), LoadDependent(lam, mu, m, alpha=m, m_prime=10**9, beta=0)
+    for t in (0.1 / mu, 1 / mu, 3 / mu, 10 / mu):
+        assert b.response_cdf(t) == pytest.approx(a.response_cdf(t), abs=1e-9)
+
+
+@pytest.mark.parametrize("m", [10, 22])          # 22: a lone request waits for company
+def test_the_response_cdf_has_the_mean_response(m):
+    """The integral of 1 - F is E[R] (4.15), with and without a thread penalty."""
+    q = LoadDependent(0.1, 0.05, m, **FIG18)
+    step, cdf = 0.5, [0.0]
+    while cdf[-1] < 1 - 1e-7:
+        cdf.append(q.response_cdf(len(cdf) * step))
+    area = step * sum(2 - a - b for a, b in itertools.pairwise(cdf)) / 2     # trapezoids
+    assert area == pytest.approx(q.mean_response, rel=1e-3)
 
 
 def test_the_truncation_converges_and_reports_what_it_leaves_out():

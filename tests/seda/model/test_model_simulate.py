@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from seda.model import JacksonNetwork, MMm, simulate
+from seda.model import JacksonNetwork, LoadDependent, MMm, simulate
 from seda.model.simulate import sampler
 
 
@@ -96,6 +96,16 @@ def test_percentiles_follow_the_response_time_distribution():
     for pct, t in sim.percentiles.items():
         assert t == pytest.approx(quantile(q, pct / 100), rel=0.1 if pct == 99 else 0.05), pct
     assert sim.percentiles == sim.stations["s"].percentiles
+
+
+def test_load_dependent_percentiles_follow_its_response_cdf():
+    """The simulator shares mu(n) the way LoadDependent.response_cdf assumes: Fig. 18's stage
+    with 10 threads, past its parallelism (4) and below the penalty (15 threads)."""
+    shape = {"alpha": 4, "m_prime": 15, "beta": 0.01}
+    q = LoadDependent(0.15, 0.05, 10, **shape)
+    sim = simulate(single(0.05, 10, 0.15, **shape), 60_000 / 0.15, seed=3)
+    for pct, t in sim.percentiles.items():
+        assert t == pytest.approx(quantile(q, pct / 100), rel=0.1 if pct == 99 else 0.05), pct
 
 
 @pytest.mark.parametrize(("service", "second_moment", "jobs"),
