@@ -97,13 +97,14 @@ class Entry:
     """A cached file: its validators and its 200 and 304 responses, prepared once."""
 
     __slots__ = ("body", "checked", "ctype", "etag", "key", "modified", "mtime", "not_modified",
-                 "ok", "path", "size")
+                 "ok", "path", "rechecking", "size")
 
     def __init__(self, key: str, path: str, st: os.stat_result, body: bytes) -> None:
         self.key, self.path, self.body, self.size = key, path, body, st.st_size
         self.mtime, self.etag, self.modified = st.st_mtime, etag(st), last_modified(st)
         self.ctype = content_type(path)
         self.checked = time.monotonic()
+        self.rechecking = False             # CacheMiss is looking at the file again
         validators = [("etag", self.etag), ("last-modified", self.modified)]
         self.ok = Prepared(200, prepare_head([("content-type", self.ctype),
                                               ("content-length", str(len(body))),
@@ -200,6 +201,18 @@ class _Loaded:
         self.entry = entry
 
 
+class _Recheck(_Loaded):
+    """PageCache -> CacheMiss: has this cached file changed?"""
+
+
+class _Fresh(_Loaded):
+    """CacheMiss -> PageCache: the file is as cached; trust the entry for another period."""
+
+
+class _Gone(_Loaded):
+    """CacheMiss -> PageCache: the file is no longer there (or no longer ours to serve)."""
+
+
 class PageCacheStage(seda.EventHandler):
     """Answers hits from memory, hits before misses and short before long in each batch (SCF,
     thesis 6.1.1); misses and stale entries go to CacheMiss.
@@ -221,26 +234,61 @@ class PageCacheStage(seda.EventHandler):
         self.answers.pop(key.encode("latin-1"), None)
 
     def _keep(self, entry: Entry) -> None:
+        """A file read from disk: cache it and publish its answer."""
+        served = self._unpublished(entry)
+        if self.cache.put(entry.key, entry, entry.size):
+            self._publish(entry, served)
+
+    def _renew(self, entry: Entry, now: float) -> None:
+        """The file has not changed: trust the entry, and its ready answer, another period."""
+        entry.checked, entry.rechecking = now, False
+        self._publish(entry, self._unpublished(entry))
+
+    def _unpublished(self, entry: Entry) -> ReadyAnswer | None:
         # A cache key is a request's raw path, so it equals the raw target of exactly the plain
         # requests (no query) that the slow path would answer with this entry.
-        target = entry.key.encode("latin-1")
-        served = self.answers.pop(target, None)
-        if self.cache.put(entry.key, entry, entry.size):
-            self.answers[target] = ReadyAnswer(entry.ok, entry.checked + self.options.recheck)
-            if served is not None:
-                self.cache.credit(entry.key, served.hits)
+        return self.answers.pop(entry.key.encode("latin-1"), None)
+
+    def _publish(self, entry: Entry, served: ReadyAnswer | None) -> None:
+        """Publish the entry's answer until its next recheck; credit what the last one served."""
+        self.answers[entry.key.encode("latin-1")] = ReadyAnswer(
+            entry.ok, entry.checked + self.options.recheck)
+        if served is not None:
+            self.cache.credit(entry.key, served.hits)
+
+    def _stale(self, entry: Entry, now: float) -> Entry | None:
+        """An entry due for its recheck: ask CacheMiss once, and serve the entry meanwhile for
+        at most one more period, so that a popular file's recheck is one stat, not every
+        request of that moment queueing for the disk. Past that (or with recheck 0), None:
+        the request waits for the disk."""
+        if now - entry.checked > 2 * self.options.recheck:
+            return None
+        if not entry.rechecking:
+            entry.rechecking = self.miss.enqueue_lossy(_Recheck(entry))
+        return entry if entry.rechecking else None
 
     def handle_events(self, events: list) -> None:
         hits, now, cache = [], time.monotonic(), self.cache
         for ev in events:
-            if type(ev) is _Loaded:
+            kind = type(ev)
+            if kind is _Loaded:
                 self._keep(ev.entry)
+                continue
+            if kind is _Fresh or kind is _Gone:
+                held = cache.entries.get(ev.entry.key)
+                if held is not None and held[0] is ev.entry:   # not replaced meanwhile
+                    if kind is _Fresh:
+                        self._renew(ev.entry, now)
+                    else:
+                        cache.remove(ev.entry.key)
                 continue
             if ev.method not in _GET_HEAD:
                 ev.respond(responses.method_not_allowed(_GET_HEAD))
                 continue
             entry = cache.get(ev.path)
-            if entry is None or now - entry.checked > self.options.recheck:
+            if entry is not None and now - entry.checked > self.options.recheck:
+                entry = self._stale(entry, now)
+            if entry is None:
                 try:
                     self.miss.enqueue(ev)
                 except seda.SinkError:
@@ -264,6 +312,9 @@ class CacheMiss(seda.EventHandler):
         self.closer = ctx.runtime.sink("haboob.close")
 
     def handle_event(self, req: Any) -> None:
+        if type(req) is _Recheck:
+            self._recheck(req.entry)
+            return
         options = self.options
         try:
             kind, path = resolve(options.root, req.path, allow_outside=options.allow_outside)
@@ -302,6 +353,29 @@ class CacheMiss(seda.EventHandler):
         entry = Entry(req.path, path, st, body)
         self.cache.enqueue_lossy(_Loaded(entry))
         answer(req, entry)
+
+
+    def _recheck(self, entry: Entry) -> None:
+        """Tell PageCache whether a cached file is unchanged, changed (read it again) or
+        gone: the same resolution as a request's, so a file moved out of reach goes too."""
+        options = self.options
+        try:
+            kind, path = resolve(options.root, entry.key, allow_outside=options.allow_outside)
+            st = os.stat(path)
+        except (Refused, OSError):
+            kind = "gone"
+        if kind != "file" or path != entry.path or st.st_size > options.max_entry:
+            self.cache.enqueue_lossy(_Gone(entry))
+        elif etag(st) == entry.etag:
+            self.cache.enqueue_lossy(_Fresh(entry))
+        else:
+            try:
+                with open(path, "rb") as f:
+                    fresh = Entry(entry.key, path, os.fstat(f.fileno()), f.read())
+            except OSError:
+                self.cache.enqueue_lossy(_Gone(entry))
+                return
+            self.cache.enqueue_lossy(_Loaded(fresh))
 
 
 class Closer(seda.EventHandler):

@@ -138,6 +138,57 @@ def test_cached_files_are_answered_by_the_http_stage_until_their_recheck(site):
         rt.stop()
 
 
+def until(check, what):
+    """Repeat ``check`` (which makes a request: rechecks go by the clock) until it holds."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        assert time.monotonic() < deadline, what
+
+
+def test_an_unchanged_file_is_renewed_and_a_deleted_one_forgotten(site):
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=0.05, cache_policy="lfu"),
+                    ).address
+    rt.start()
+    try:
+        stage = rt.stage("haboob.cache").handler
+        until(lambda: fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+              and "/index.html" in stage.cache, "the file was never cached")
+        entry = stage.cache.entries["/index.html"][0]
+        checked = entry.checked
+        # past its recheck the same entry is served and renewed, not read again
+        until(lambda: fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+              and entry.checked > checked, "the entry was never renewed")
+        assert stage.cache.entries["/index.html"][0] is entry
+        assert stage.cache.policy.hits["/index.html"] > 1    # LFU kept its count
+        (site / "index.html").unlink()
+        until(lambda: fetch(address, "/index.html")[0].status == 404, "still served")
+        assert "/index.html" not in stage.cache and b"/index.html" not in stage.answers
+    finally:
+        rt.stop()
+
+
+def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site):
+    class Sink:
+        def __init__(self):
+            self.events = []
+
+        def enqueue_lossy(self, ev):
+            self.events.append(ev)
+            return True
+
+    from haboob.server import Entry, PageCacheStage
+
+    stage = PageCacheStage(Options(root=str(site), recheck=1.0), {})
+    stage.miss = Sink()
+    path = site / "index.html"
+    entry = Entry("/index.html", str(path), path.stat(), path.read_bytes())
+    now = entry.checked + 1.5                   # due for its recheck, within one more period
+    assert stage._stale(entry, now) is entry and stage._stale(entry, now) is entry
+    assert len(stage.miss.events) == 1          # one recheck, however many requests
+    assert stage._stale(entry, entry.checked + 2.5) is None   # too old: wait for the disk
+
+
 def test_an_evicted_file_loses_its_ready_answer(site):
     (site / "a.txt").write_bytes(b"a" * 600)
     (site / "b.txt").write_bytes(b"b" * 600)
