@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import http.client
 import json
@@ -162,6 +163,26 @@ def test_streamed_iterable_is_chunked(address):
     assert r.getheader("transfer-encoding") == "chunked"
     assert r.read() == b"".join(b"part%d;" % i for i in range(5))
     c.close()
+
+
+def test_closed_connections_are_freed_without_the_collector(rt):
+    """No reference cycle per connection: under connection churn the collector found
+    hundreds of thousands of them, and walking them was a 5-10 ms pause in the p99."""
+    rt.add_stage("app", App(), blocking=False)
+    listener = serve(rt, ("127.0.0.1", 0), rt.sink("app"))
+    rt.start()
+    http = rt.stage("http").handler
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            assert raw(listener.address, b"GET /status/204 HTTP/1.1\r\nHost: x\r\n\r\n")
+        deadline = time.monotonic() + WAIT
+        while http.connections:               # the server sees each close a moment later
+            assert time.monotonic() < deadline
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):

@@ -392,6 +392,7 @@ class HttpConnection:
         stream, a file descriptor waiting for its WriteDone). Without ``items``: all of them."""
         batches = [items] if items is not None else [i for i, _ in self.ready.values()]
         if items is None:
+            self.parser = None                 # it holds us: freed now, not by the collector
             self.ready.clear()
             self.cut_stream()
             if self.streaming is not None:

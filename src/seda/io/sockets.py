@@ -348,6 +348,7 @@ class Connection:
             return
         self.closed = self.closing = True
         self._layer.forget(self)
+        self._reader = None                    # it holds us: freed now, not by the collector
         with contextlib.suppress(OSError):
             self.sock.close()
         # what will never be sent is done with all the same: its owners may release it
