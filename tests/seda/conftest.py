@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import socket
 import threading
 
 import pytest
@@ -10,6 +11,17 @@ import pytest
 import seda
 
 WAIT = 10.0   # generous upper bound for anything a test waits on; normally milliseconds
+
+
+def raw(address, data: bytes, timeout: float = WAIT) -> bytes:
+    """Send ``data``, close our side, and read everything the server says until it closes."""
+    with socket.create_connection(address, timeout=timeout) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
 
 
 class Recorder(seda.EventHandler):

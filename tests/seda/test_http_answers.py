@@ -10,7 +10,7 @@ import pytest
 import seda
 from seda.http import Prepared, ReadyAnswer, Response, prepare_head, serve
 
-from conftest import WAIT, Recorder
+from conftest import WAIT, Recorder, raw
 
 
 class App(seda.EventHandler):
@@ -43,16 +43,6 @@ def served(rt):
     return listener.address, app, answers, log
 
 
-def exchange(address, data: bytes) -> bytes:
-    with socket.create_connection(address, timeout=WAIT) as s:
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-        return out
-
-
 def bodies(data: bytes) -> list[bytes]:
     """The bodies of a run of responses, by their Content-Length."""
     out = []
@@ -68,7 +58,7 @@ def bodies(data: bytes) -> list[bytes]:
 def test_plain_gets_are_answered_from_the_table_in_order(served):
     address, app, answers, log = served
     get = b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
-    out = exchange(address, get % b"/wait" + get % b"/a" + get % b"/b" + get % b"/a")
+    out = raw(address, get % b"/wait" + get % b"/a" + get % b"/b" + get % b"/a")
     assert bodies(out) == [b"app /wait", b"ready", b"app /b", b"ready"]
     assert app.seen == ["GET /wait", "GET /b"]
     assert answers[b"/a"].hits == 2
@@ -88,14 +78,14 @@ def test_plain_gets_are_answered_from_the_table_in_order(served):
 def test_other_requests_go_to_the_application(served, request_line, headers):
     address, app, answers, _ = served
     body = b"hi" if request_line.startswith(b"POST") else b""
-    out = exchange(address, request_line + b"\r\nHost: x\r\n" + headers + b"\r\n" + body)
+    out = raw(address, request_line + b"\r\nHost: x\r\n" + headers + b"\r\n" + body)
     assert out.startswith(b"HTTP/1.1 200") and b"ready" not in out
     assert len(app.seen) == 1 and answers[b"/a"].hits == answers[b"/old"].hits == 0
 
 
 def test_http10_gets_the_answer_and_a_close(served):
     address, app, answers, _ = served
-    out = exchange(address, b"GET /a HTTP/1.0\r\n\r\n")
+    out = raw(address, b"GET /a HTTP/1.0\r\n\r\n")
     assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"ready")
     assert b"connection: close" in out.lower() and not app.seen and answers[b"/a"].hits == 1
 

@@ -23,7 +23,7 @@ import seda
 from seda.http import Limits, Response, responses, serve
 from seda.http.request import BodyReader
 
-from conftest import WAIT
+from conftest import WAIT, raw
 
 
 class App(seda.EventHandler):
@@ -59,17 +59,6 @@ def start(rt, limits=None, threads=1, predicate=None):
 @pytest.fixture
 def address(rt):
     return start(rt, threads=4)
-
-
-def raw(address, data: bytes, timeout: float = WAIT) -> bytes:
-    """Send ``data``, close our side, and read everything the server says until it closes."""
-    with socket.create_connection(address, timeout=timeout) as s:
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-        return out
 
 
 def statuses(data: bytes) -> list[int]:
