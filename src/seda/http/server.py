@@ -154,7 +154,7 @@ class HttpConnection:
                 plain = False
         if hosts > 1 or (version == "1.1" and not hosts):
             raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
-        self._plain = plain and parser.get_method() == b"GET"
+        self._plain = plain and self.server.answers is not None and parser.get_method() == b"GET"
         if length > limits.max_body:
             raise _Refuse(responses.payload_too_large())
         self.state = "body"
@@ -195,15 +195,14 @@ class HttpConnection:
             self.state = "idle"
             self.idle_since = time.monotonic()
             return
-        if self._plain and self.server.answers is not None and self._answer_ready():
+        if self._plain and self._answer_ready():
             return
         self._dispatch(self._request())
 
     def _answer_ready(self) -> bool:
         """Answer a plain GET from the server's ready answers, if one is fresh for its target
         (see answers.py); False sends the request the usual way."""
-        url = self._url
-        ready = self.server.answers.get(url)
+        ready = self.server.answers.get(self._url)
         if ready is None or self._body:
             return False
         now = time.monotonic()
@@ -339,7 +338,8 @@ class HttpConnection:
             items, keep = response.encode(head_only, keep, request.version == "1.0")
         except Exception:
             server.log_error(request)
-            items, keep = responses.server_error().encode(head_only, False, False)
+            response = responses.server_error()
+            items, keep = response.encode(head_only, False, False)
         if len(items) == 2 and type(items[1]) is _Chunks:
             items = self._drain(items)
         if server.log is not None:             # lossy: logging never holds up a response
@@ -379,6 +379,7 @@ class HttpConnection:
                 else:
                     conn.enqueue_many(items)
             except SinkError:                  # the peer does not read: drop it
+                self.release(items)
                 conn.abort()
                 return
             self.dispatched.pop(self.send_seq, None)

@@ -238,7 +238,6 @@ class Connection:
                     chunks, size = [], 0
                     if item.done is not None:
                         self._completions.append((item.done, item.tag))
-                        item = FileSegment(item.fd, item.offset, item.count)
                     if self.tls is not None:             # no sendfile through TLS
                         item = self._read_piece(item)
                     else:
@@ -540,7 +539,7 @@ class SocketLayer:
 
     def stop_listening(self, listener: Listener) -> None:
         self.listeners.discard(listener)
-        with contextlib.suppress(KeyError, ValueError, OSError):
+        with contextlib.suppress(OSError):
             self.loop.remove_reader(listener.sock.fileno())
         listener.sock.close()
 
@@ -611,7 +610,7 @@ class SocketLayer:
                 listener.sock.accept()[0].close()
             with contextlib.suppress(OSError):
                 self._spare = os.open(os.devnull, os.O_RDONLY)
-        with contextlib.suppress(KeyError, ValueError):
+        with contextlib.suppress(OSError):
             self.loop.remove_reader(listener.sock.fileno())
         self.rt.timer.schedule(EMFILE_PAUSE, self.listen_sink, _Resume(listener))
 
@@ -679,9 +678,9 @@ class SocketLayer:
 
     def forget(self, conn: Connection) -> None:
         self.connections.discard(conn)
-        with contextlib.suppress(KeyError, ValueError, OSError):
+        with contextlib.suppress(OSError):
             self.loop.remove_reader(conn.fd)
         if conn._writing:
             conn._writing = False
-            with contextlib.suppress(KeyError, ValueError, OSError):
+            with contextlib.suppress(OSError):
                 self.loop.remove_writer(conn.fd)
