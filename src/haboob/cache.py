@@ -111,7 +111,7 @@ class PageCache:
                  max_entry: int = 2**20, on_remove: Callable[[Any], None] | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"cache policy is one of {', '.join(POLICIES)}, not {policy!r}")
-        self.budget, self.max_entry, self.policy_name = budget, max_entry, policy
+        self.budget, self.max_entry = budget, max_entry
         self.on_remove = on_remove
         self.policy = POLICIES[policy]()
         self.entries: dict[Any, tuple[Any, int]] = {}

@@ -195,6 +195,3 @@ def banner(options: Options, host: str, port: int) -> None:
     print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
     print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

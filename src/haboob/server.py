@@ -158,14 +158,25 @@ def answer(req: Any, entry: Entry, body: Any = None) -> None:
         req.respond(entry.ok)
 
 
+def forward(sink: Any, req: Any) -> None:
+    """Pass ``req`` on; a stage that refuses it (overload) has it answered 503 at once."""
+    try:
+        sink.enqueue(req)
+    except seda.SinkError:
+        req.respond(responses.service_unavailable())
+
+
 class HttpRecv(seda.EventHandler):
     """Sends each request to the application mounted at the longest matching prefix, or to
-    the page cache."""
+    the page cache. With files to serve, an application mounted at / gets what no file
+    answers (through CacheMiss) and every request that is not a GET or HEAD."""
 
     def __init__(self, routes: list[tuple[str, Any]], static: bool) -> None:
+        self.root_app = dict(routes).get("/") if static else None
         # longest prefix first, each with the form a path below it starts with
         self.routes = [(prefix, prefix.rstrip("/") + "/", sink)
-                       for prefix, sink in sorted(routes, key=lambda r: -len(r[0]))]
+                       for prefix, sink in sorted(routes, key=lambda r: -len(r[0]))
+                       if not (static and prefix == "/")]
         self.static = static
 
     def init(self, ctx: Any) -> None:
@@ -174,22 +185,15 @@ class HttpRecv(seda.EventHandler):
     def handle_event(self, req: Any) -> None:
         path = req.path
         for prefix, below, sink in self.routes:
-            if prefix == "/" and self.cache is not None:
-                continue                     # the root app gets what no file answers
             if path == prefix or path.startswith(below):
-                self._send(sink, req)
+                forward(sink, req)
                 return
-        if self.cache is not None:
-            self._send(self.cache, req)
+        if self.root_app is not None and req.method not in _GET_HEAD:
+            forward(self.root_app, req)
+        elif self.cache is not None:
+            forward(self.cache, req)
         else:
             req.respond(responses.not_found())
-
-    @staticmethod
-    def _send(sink: Any, req: Any) -> None:
-        try:
-            sink.enqueue(req)
-        except seda.SinkError:               # overload: answer at once, never hang
-            req.respond(responses.service_unavailable())
 
 
 class _Loaded:
@@ -230,24 +234,21 @@ class PageCacheStage(seda.EventHandler):
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
 
-    def _unpublish(self, key: str) -> None:
-        self.answers.pop(key.encode("latin-1"), None)
+    def _unpublish(self, key: str) -> ReadyAnswer | None:
+        # A cache key is a request's raw path, so it equals the raw target of exactly the plain
+        # requests (no query) that the slow path would answer with this entry.
+        return self.answers.pop(key.encode("latin-1"), None)
 
     def _keep(self, entry: Entry) -> None:
         """A file read from disk: cache it and publish its answer."""
-        served = self._unpublished(entry)
+        served = self._unpublish(entry.key)
         if self.cache.put(entry.key, entry, entry.size):
             self._publish(entry, served)
 
     def _renew(self, entry: Entry, now: float) -> None:
         """The file has not changed: trust the entry, and its ready answer, another period."""
         entry.checked, entry.rechecking = now, False
-        self._publish(entry, self._unpublished(entry))
-
-    def _unpublished(self, entry: Entry) -> ReadyAnswer | None:
-        # A cache key is a request's raw path, so it equals the raw target of exactly the plain
-        # requests (no query) that the slow path would answer with this entry.
-        return self.answers.pop(entry.key.encode("latin-1"), None)
+        self._publish(entry, self._unpublish(entry.key))
 
     def _publish(self, entry: Entry, served: ReadyAnswer | None) -> None:
         """Publish the entry's answer until its next recheck; credit what the last one served."""
@@ -289,10 +290,7 @@ class PageCacheStage(seda.EventHandler):
             if entry is not None and now - entry.checked > self.options.recheck:
                 entry = self._stale(entry, now)
             if entry is None:
-                try:
-                    self.miss.enqueue(ev)
-                except seda.SinkError:
-                    ev.respond(responses.service_unavailable())
+                forward(self.miss, ev)
             else:
                 hits.append((entry.size, entry, ev))
         if len(hits) > 1:
@@ -320,7 +318,7 @@ class CacheMiss(seda.EventHandler):
             kind, path = resolve(options.root, req.path, allow_outside=options.allow_outside)
         except Refused as refusal:
             if refusal.status == 404 and self.fallback is not None:
-                HttpRecv._send(self.fallback, req)
+                forward(self.fallback, req)
             else:
                 req.respond(responses.not_found() if refusal.status == 404
                             else responses.forbidden())
@@ -386,11 +384,11 @@ class Closer(seda.EventHandler):
             os.close(ev.tag)
 
 
-def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
+def build(rt: seda.Runtime, options: Options) -> Any:
     """Add Haboob's stages to ``rt`` and listen; returns the listener."""
     routes, fallback = [], None
     for i, (prefix, app) in enumerate(options.apps):
-        sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix.rstrip("/"),
+        sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix,
                      threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                      predicate=admission(options), server_name=options.host,
                      server_port=options.port)
@@ -411,5 +409,5 @@ def build(rt: seda.Runtime, options: Options, sock: Any = None) -> Any:
     log = None
     if options.access_log is not None:
         log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
-    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), sock=sock, log=log,
+    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), log=log,
                  answers=answers, ssl_context=options.ssl_context, reuse_port=options.reuse_port)

@@ -216,6 +216,8 @@ def test_files_win_and_the_root_app_gets_the_rest(haboob):
     assert fetch(address, "/")[1] == b"<h1>home</h1>"
     assert fetch(address, "/no/such/file")[1] == b"app saw /no/such/file"
     assert fetch(address, "/api/x")[1] == b"app saw /x"
+    # a form posted to the root app is the app's, even where a file of that name exists
+    assert fetch(address, "/index.html", method="POST")[1] == b"app saw /index.html"
 
 
 def test_the_command(site):
