@@ -36,7 +36,10 @@ def request(port: int, sock: socket.socket | None = None) -> float:
     s.sendall(REQUEST)
     got = b""
     while not got.endswith(b"x" * 16):
-        got += s.recv(65536)
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"the server closed the connection after {got[:80]!r}")
+        got += chunk
     if sock is None:
         s.close()
     return time.perf_counter() - start

@@ -20,6 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REFBENCH = HERE.parent.parent / "shared" / "tools" / "refbench.sh"
+SERVERS, CONNS = ("nginx", "uvicorn", "haboob"), (64, 1024)   # refbench.sh's defaults
 LINE = re.compile(r"^(\S+)\s+conns=(\d+)\s+rps=([\d.]+)", re.M)
 
 
@@ -30,7 +31,8 @@ def one_run(seconds: int) -> dict[tuple[str, int], float]:
          "--name", "haboob", "--cmd", f"{haboob} --root {{root}} --bind 127.0.0.1:{{port}}"],
         capture_output=True, text=True, timeout=900)
     found = {(name, int(conns)): float(rps) for name, conns, rps in LINE.findall(done.stdout)}
-    if not all(found.values()):
+    wanted = {(name, conns) for name in SERVERS for conns in CONNS}
+    if not wanted <= found.keys() or not all(found.values()):
         raise RuntimeError(f"refbench measured nothing for some server:\n{done.stdout}")
     return found
 
@@ -46,13 +48,10 @@ def main() -> None:
         print(f"run {i + 1}: " + ", ".join(f"{k[0]}@{k[1]}={v:.0f}" for k, v in
                                            sorted(runs[-1].items())), flush=True)
     rows = []
-    for conns in (64, 1024):
-        med = {s: statistics.median(r.get((s, conns), 0.0) for r in runs)
-               for s in ("nginx", "uvicorn", "haboob")}
-        vs_uvicorn = statistics.median(r[("haboob", conns)] / r[("uvicorn", conns)]
-                                       for r in runs if r.get(("uvicorn", conns)))
-        vs_nginx = statistics.median(r[("haboob", conns)] / r[("nginx", conns)]
-                                     for r in runs if r.get(("nginx", conns)))
+    for conns in CONNS:
+        med = {s: statistics.median(r[(s, conns)] for r in runs) for s in SERVERS}
+        vs_uvicorn = statistics.median(r[("haboob", conns)] / r[("uvicorn", conns)] for r in runs)
+        vs_nginx = statistics.median(r[("haboob", conns)] / r[("nginx", conns)] for r in runs)
         rows.append(f"| {conns} | {med['nginx']:,.0f} | {med['uvicorn']:,.0f} | "
                     f"{med['haboob']:,.0f} | {vs_uvicorn:.2f}x (target >= 2) | "
                     f"{vs_nginx:.2f}x (target >= 0.6) |")

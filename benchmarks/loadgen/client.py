@@ -38,7 +38,6 @@ class Target:
             raise ValueError(f"an http:// URL with a host is needed, not {url!r}")
         info = socket.getaddrinfo(parts.hostname, parts.port or 80, type=socket.SOCK_STREAM)[0]
         self.family, self.addr = info[0], info[4]
-        self.url = url
         self.path = parts.path or "/"
         self.host = parts.netloc.rpartition("@")[2]
         self.requests: dict[str, bytes] = {}

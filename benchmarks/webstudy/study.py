@@ -83,7 +83,7 @@ def run(settings: Settings, out: Path, log: Callable[[str], None] = print) -> di
         work.chmod(0o755)           # nginx's worker runs as nobody and must read the files
         root = work / "www"
         make_fileset(root, int(settings.fileset_mb * 2**20))
-        os.environ["BASELINE_ROOT"] = str(root)     # for the ASGI/WSGI app (baselines/apps.py)
+        env = dict(os.environ, BASELINE_ROOT=str(root))    # for baselines/apps.py
         workload = specweb99(root=root)
         for name in settings.servers:
             candidate = CANDIDATES[name]
@@ -94,7 +94,8 @@ def run(settings: Settings, out: Path, log: Callable[[str], None] = print) -> di
             port = free_port()
             with contextlib.ExitStack() as running:
                 try:
-                    running.enter_context(server(candidate.command(str(root), port, work), port))
+                    command = candidate.command(str(root), port, work)
+                    running.enter_context(server(command, port, env))
                 except RuntimeError as e:
                     log(f"skip {name}: {e}")
                     results["skipped"][name] = str(e)

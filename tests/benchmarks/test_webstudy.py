@@ -43,7 +43,6 @@ def test_a_short_study_writes_its_table_results_and_plots(tmp_path: Path) -> Non
 
 def test_missing_and_failing_servers_are_skipped_with_their_reason(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BASELINE_ROOT", "")         # run() sets it; put it back afterwards
     monkeypatch.setitem(servers.CANDIDATES, "absent", Candidate(
         "absent", "needs a module nobody has", lambda root, port, work: ["true"],
         ("no_such_module_for_the_study",)))
