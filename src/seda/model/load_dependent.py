@@ -71,8 +71,7 @@ class LoadDependent:
         self.stable = self.utilization < 1
         #: the last state summed, and the probability mass beyond it that was left out
         self.truncation, self.truncation_error = 0, 0.0
-        self._weights: list[float] = [1.0]   # p_n up to a constant, n = self._first ...
-        self._first = 0
+        self._path: _TaggedPath | None = None    # response_cdf's chain, made when first asked
         if not self.stable:
             self.p0, self.erlang_c = 0.0, 1.0
             self.mean_jobs = self.var_jobs = self.mean_response = math.inf
@@ -128,6 +127,7 @@ class LoadDependent:
             weights.append(w)
             s0, s1, s2 = s0 + w, s1 + n * w, s2 + n * n * w
         self.truncation, self.truncation_error = n, tail0 / s0
+        # p_n up to a constant, n = first ...
         self._weights, self._first, self._total = weights, first, s0
         self.p0 = self.pn(0)
         #: the probability that an arrival finds every thread busy and waits
@@ -159,7 +159,7 @@ class LoadDependent:
         others leave at the rest of mu(k), arrivals come at lam. States past the stationary
         distribution's 1e-9 tail are not tracked: arrivals there are lumped into the last one.
         """
-        if not hasattr(self, "_path"):
+        if self._path is None:
             self._path = _TaggedPath(self)
         path = self._path
         while len(path.left) <= steps:
@@ -199,9 +199,11 @@ class _TaggedPath:
         top = m + self.behind                                # most requests in the stage tracked
         self.arrive = lam / uniform
         self.depart = q.capacity / uniform                   # while waiting: one goes ahead
-        rates = [q.rate(k) for k in range(top + 2)]
+        rates = [q.rate(k) for k in range(top + 1)]
         self.finish = [rates[k] / min(k, m) / uniform if k else 0.0 for k in range(top + 1)]
         self.others = [rates[k] / uniform - self.finish[k] for k in range(top + 1)]
+        self.stay = [1 - f - o - self.arrive for f, o in zip(self.finish, self.others,
+                                                              strict=True)]
         self.service = [0.0] * (top + 1)                     # by requests in the stage
         self.waiting = [[0.0] * self.behind for _ in range(max(cut - m + 1, 0) + 1)]
         for n in range(cut + 1):
@@ -220,8 +222,7 @@ class _TaggedPath:
             p = service[k]
             if not p:
                 continue
-            stay = 1 - self.finish[k] - self.others[k] - up
-            new[k] += p * stay
+            new[k] += p * self.stay[k]
             new[k - 1] += p * self.others[k]
             new[min(k + 1, top)] += p * up
         for b, p in enumerate(waiting[1] if len(waiting) > 1 else ()):
@@ -235,8 +236,7 @@ class _TaggedPath:
                 if not p:
                     continue
                 out[min(b + 1, last)] += p * up
-                if below is not None:
+                if below is not None:      # a waiting request always moves: up + depart = 1
                     below[b] += p * self.depart
-                out[b] += p * (1 - up - self.depart)
         self.service, self.waiting = new, moved
         self.left.append(self.left[-1] + done)

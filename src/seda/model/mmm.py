@@ -46,7 +46,6 @@ class MMm:
             self.mean_jobs = self.var_jobs = self.mean_response = math.inf
             return
         if self.lam == 0:
-            self._log_p0 = 0.0
             self.p0, self.erlang_c = 1.0, 0.0
         else:
             log_a = math.log(self.lam / self.mu)          # a = m rho, the offered load

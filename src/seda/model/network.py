@@ -126,7 +126,7 @@ class JacksonNetwork:
     def station(self, name: str) -> MMm | LoadDependent:
         """One stage's results."""
         self._known(name)
-        return self.results()[name]
+        return self.stations[name].model(self.arrival_rates()[name], self.total_threads)
 
     def mean_response(self, scale: float = 1.0) -> float:
         """E[T] from entry to exit: requests in the network over the rate they enter (Little's
@@ -142,17 +142,21 @@ class JacksonNetwork:
         total = self.total_threads
         return {name: s.model(0.0, total).capacity for name, s in self.stations.items()}
 
+    def _headroom(self) -> dict[str, float]:
+        """Capacity over arrival rate for each stage with traffic."""
+        rates, caps = self.arrival_rates(), self.capacities()
+        headroom = {name: caps[name] / rate for name, rate in rates.items() if rate > 0}
+        if not headroom:
+            raise ValueError("no stage receives any traffic: call arrive() first")
+        return headroom
+
     def bottleneck(self) -> str:
         """The stage that saturates first as the arrival rates grow together."""
-        rates, caps = self.arrival_rates(), self.capacities()
-        loaded = [name for name in rates if rates[name] > 0]
-        if not loaded:
-            raise ValueError("no stage receives any traffic: call arrive() first")
-        return min(loaded, key=lambda name: caps[name] / rates[name])
+        headroom = self._headroom()
+        return min(headroom, key=headroom.__getitem__)
 
     def max_stable_rate(self) -> float:
         """The supremum of the factors by which the external arrival rates can be multiplied
         with every stage still stable: min over stages of capacity / arrival rate. With unit
         external rates it is the thesis's lambda_max (4.4.2)."""
-        name = self.bottleneck()
-        return self.capacities()[name] / self.arrival_rates()[name]
+        return min(self._headroom().values())
