@@ -277,7 +277,8 @@ class Runtime:
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per stage: queue, threads, processed, rejected, errors, batch, reserved, p90_ms
         (90th percentile of the handler's time per event over its last 512 batches), and under
-        ``control`` the state of its controllers (``threads``, ``batch``, ``admission``)."""
+        ``control`` the state of its controllers (``threads``, ``batch``, ``admission``), and
+        under ``handler`` what the handler counts itself (``EventHandler.stats``)."""
         out = {}
         for name, stage in list(self._stages.items()):
             manager = stage.manager
@@ -297,6 +298,10 @@ class Runtime:
                 ("admission", stage.sink.predicate)) if hasattr(ctl, "state")}
             if control:
                 out[name]["control"] = control
+            own = getattr(stage.handler, "stats", None)
+            own = own() if own is not None else None
+            if own is not None:
+                out[name]["handler"] = own
         return out
 
     def stage_graph(self) -> list[tuple[str, str, int]]:

@@ -39,6 +39,11 @@ class EventHandler:
     def destroy(self) -> None:
         """Called once after the last event, when the stage is destroyed or the runtime stops."""
 
+    def stats(self) -> dict | None:
+        """Counters of the handler's own (JSON values), shown as ``rt.stats()[name]["handler"]``:
+        what a service counts beyond events (requests by status, open connections)."""
+        return None
+
 
 def single_threaded(cls: type) -> type:
     """Class decorator: the runtime never runs two threads in this handler at once."""

@@ -209,6 +209,7 @@ class HttpConnection:
         if now >= ready.fresh_until:
             return False
         ready.hits += 1
+        self.server.count(ready.response.status)
         self.state = "idle"
         self.idle_since = now
         server, parser = self.server, self.parser
@@ -319,6 +320,7 @@ class HttpConnection:
             self.conn.abort()
             return
         self.state = "broken"
+        self.server.count(response.status)
         seq = self.next_seq
         self.next_seq += 1
         items, _ = response.encode(False, False, False)
@@ -342,6 +344,7 @@ class HttpConnection:
             items, keep = response.encode(head_only, False, False)
         if len(items) == 2 and type(items[1]) is _Chunks:
             items = self._drain(items)
+        server.count(response.status)
         if server.log is not None:             # lossy: logging never holds up a response
             server.log.enqueue_lossy(Logged(request, response.status, _length(items)))
         self._deliver(request.seq, items, keep)
@@ -392,6 +395,7 @@ class HttpConnection:
         """The connection is gone: free what unsent responses hold (a producer blocked on a
         stream, a file descriptor waiting for its WriteDone). Without ``items``: all of them."""
         batches = [items] if items is not None else [i for i, _ in self.ready.values()]
+        self.server.dropped += len(batches) + (self.streaming is not None and items is None)
         if items is None:
             self.parser = None                 # it holds us: freed now, not by the collector
             self.ready.clear()
@@ -466,6 +470,7 @@ class HttpConnection:
             self.server.timeouts += 1             # the application never answered: we do
             log.error("http: no response to a request within %.0f s", limits.response_timeout)
             self.state = "broken"
+            self.server.count(500)
             items, _ = responses.server_error().encode(False, False, False)
             self._deliver(self.send_seq, items, False)
         elif (self.state in ("headers", "body") and now > self.deadline
@@ -500,7 +505,8 @@ class HttpServer(EventHandler):
         self.connections: dict[Any, HttpConnection] = {}
         self.closing = False
         self.loop_ident = 0
-        self.shed = self.timeouts = self.refused = 0
+        self.shed = self.timeouts = self.refused = self.dropped = 0
+        self.statuses: dict[int, int] = {}     # responses by status code
         self._busy = responses.service_unavailable().encode(False, False, False)[0][0]
 
     def init(self, ctx: Any) -> None:
@@ -524,6 +530,7 @@ class HttpServer(EventHandler):
             elif kind is Connected:
                 if len(connections) >= self.limits.max_connections:
                     self.refused += 1
+                    self.count(503)
                     ev.conn.enqueue(self._busy)
                     ev.conn.close()
                 else:
@@ -539,6 +546,18 @@ class HttpServer(EventHandler):
                 for state in list(connections.values()):
                     state.sweep(now)
                 self.rt.timer.schedule(_TICK, self.own, ev)
+
+    def count(self, status: int) -> None:
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+
+    def stats(self) -> dict:
+        """Open connections, responses by status, and requests that went wrong: shed (503 at
+        once), timed out, refused at connect (too many connections), dropped (the connection
+        went before the response was sent)."""
+        return {"connections": len(self.connections),
+                "responses": {str(k): v for k, v in sorted(self.statuses.items())},
+                "shed": self.shed, "timeouts": self.timeouts, "refused": self.refused,
+                "dropped": self.dropped}
 
     def log_error(self, request: HttpRequest) -> None:
         log.exception("http: cannot encode the response to %r", request)
