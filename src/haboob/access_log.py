@@ -20,7 +20,7 @@ class Reopen:
 def line(ev: Any) -> str:
     """Common Log Format: host - - [time] "request line" status bytes."""
     req = ev.request
-    peer = getattr(req.connection.conn, "peer", None) or ("-",)
+    peer = req.peer or ("-",)
     stamp = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(ev.time))
     return (f'{peer[0]} - - [{stamp}] "{req.method} {req.target} HTTP/{req.version}" '
             f"{ev.status} {ev.length}\n")

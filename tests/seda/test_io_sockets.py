@@ -142,9 +142,35 @@ def test_a_slow_peer_cannot_make_memory_grow(rt, overflow, error):
         with pytest.raises(error):
             for _ in range(10_000):                     # 640 MB if nothing stopped it
                 conn.enqueue(chunk)
-        assert conn.pending <= 2**20
+        assert conn.pending <= 2**20 + len(chunk)       # the last one accepted went over
         if overflow == "close":
             assert isinstance(seen.wait(2)[1], Closed)
+
+
+def test_an_item_is_never_refused_for_its_own_size_and_files_weigh_nothing(rt, tmp_path):
+    """The threshold bounds what piles up behind a slow peer; one large response (a 5 MB body,
+    a 50 MB file going out with sendfile) is not what it protects against."""
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"),
+                                         max_pending=2**20)
+    rt.start()
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(8 * 2**20))
+    fd = os.open(big, os.O_RDONLY)
+    body = os.urandom(5 * 2**20)
+    try:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            conn = seen.wait(1)[0].conn
+            conn.enqueue(FileSegment(fd, 0, 8 * 2**20))
+            conn.enqueue(body)
+            conn.close()
+            got = bytearray()
+            while piece := c.recv(2**20):
+                got += piece
+        assert bytes(got) == big.read_bytes() + body
+    finally:
+        os.close(fd)
 
 
 def test_outgoing_connections(rt):

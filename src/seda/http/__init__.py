@@ -1,28 +1,30 @@
-"""HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses."""
+"""HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses, WSGI."""
 
 from . import response as responses
 from .answers import ReadyAnswer
+from .body import BodyError, BodyReader
+from .limits import Limits
+from .protocol import Logged, ServerProtocol
 from .request import HttpRequest
-from .response import FileBody, Prepared, Response, StreamBody, date_line, prepare_head, status_line
-from .server import HttpConnection, HttpServer, Limits, Logged, serve
+from .response import FileBody, Prepared, Response, StreamBody, prepare_head
+from .server import serve
 from .wsgi import WsgiHandler, mount
 
 __all__ = [
+    "BodyError",
+    "BodyReader",
     "FileBody",
-    "HttpConnection",
     "HttpRequest",
-    "HttpServer",
     "Limits",
     "Logged",
     "Prepared",
     "ReadyAnswer",
     "Response",
+    "ServerProtocol",
     "StreamBody",
     "WsgiHandler",
-    "date_line",
     "mount",
     "prepare_head",
     "responses",
     "serve",
-    "status_line",
 ]

@@ -34,13 +34,19 @@ def date_line() -> bytes:
     return _date_line
 
 
-def status_line(status: int, version: bytes = b"HTTP/1.1") -> bytes:
-    reason = _STATUS.get(status)
+def status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = None) -> bytes:
+    """The status line; ``reason`` replaces the standard phrase (or "Unknown" for a code that
+    has none)."""
     if reason is None:
-        if not 100 <= status <= 999:
-            raise ValueError(f"{status} is not an HTTP status code")
-        reason = f"{status} Unknown".encode()
-    return version + b" " + reason + b"\r\n"
+        line = _STATUS.get(status)
+        if line is not None:
+            return version + b" " + line + b"\r\n"
+        reason = "Unknown"
+    if not 100 <= status <= 999:
+        raise ValueError(f"{status} is not an HTTP status code")
+    if any(c in reason for c in "\r\n\0"):
+        raise ValueError(f"reason phrase {reason!r} contains a line break")
+    return b"%s %d %s\r\n" % (version, status, reason.encode("latin-1"))
 
 
 def _header_bytes(headers: Iterable[tuple[str, str]]) -> bytes:
@@ -53,20 +59,23 @@ def _header_bytes(headers: Iterable[tuple[str, str]]) -> bytes:
 
 
 class Response:
-    """Status, headers and a body: ``bytes``, a ``FileBody`` or an iterable of bytes.
+    """Status, headers and a body: ``bytes``, a ``FileBody``, a ``StreamBody`` or an iterable of
+    bytes; ``reason`` replaces the standard reason phrase.
 
     Content-Length is added for bytes and files; an iterable body is sent chunked (HTTP/1.1) or
     delimited by closing the connection (HTTP/1.0) unless a Content-Length header is given.
+    A ``Connection: close`` header closes the connection after the response.
     """
 
-    __slots__ = ("body", "headers", "status")
+    __slots__ = ("body", "headers", "reason", "status")
 
     def __init__(self, status: int = 200, body: Any = b"",
                  headers: list[tuple[str, str]] | None = None,
-                 content_type: str | None = None) -> None:
+                 content_type: str | None = None, reason: str | None = None) -> None:
         self.status = status
         self.body = body
         self.headers = list(headers or ())
+        self.reason = reason
         if content_type is not None:
             self.headers.append(("content-type", content_type))
 
@@ -83,8 +92,19 @@ class Response:
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
         """What to enqueue on the connection, and whether it may stay open afterwards."""
         status, body = self.status, self.body
-        lines = [status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1"), date_line()]
-        has_length = any(k.lower() == "content-length" for k, _ in self.headers)
+        lines = [status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", self.reason),
+                 date_line()]
+        headers, length, connection = self.headers, None, None
+        for k, v in headers:
+            k = k.lower()
+            if k == "content-length":
+                length = v
+            elif k == "connection":
+                connection = f"{connection},{v}" if connection else v
+        if connection is not None:           # hop-by-hop: the server says it, once
+            keep_alive = keep_alive and "close" not in connection.lower()
+            headers = [(k, v) for k, v in headers if k.lower() != "connection"]
+        has_length = length is not None
         chunked = False
         if status in _NO_BODY:
             body = b""
@@ -96,7 +116,9 @@ class Response:
                 lines.append(b"content-length: %d\r\n" % body.count)
         elif isinstance(body, StreamBody):
             body.chunked = not has_length and not http10
-            if not has_length and http10:
+            if has_length:
+                body.length = int(length)
+            elif http10:
                 keep_alive = False
             elif body.chunked:
                 lines.append(b"transfer-encoding: chunked\r\n")
@@ -110,7 +132,7 @@ class Response:
             lines.append(b"connection: keep-alive\r\n")
         elif not keep_alive:
             lines.append(b"connection: close\r\n")
-        lines.append(_header_bytes(self.headers))
+        lines.append(_header_bytes(headers))
         lines.append(b"\r\n")
         if head_only or status in _NO_BODY:
             return [b"".join(lines)], keep_alive
@@ -122,7 +144,7 @@ class Response:
             return [b"".join(lines), segment], keep_alive
         if isinstance(body, StreamBody):
             return [b"".join(lines), body], keep_alive
-        return [b"".join(lines), _Chunks(body, chunked)], keep_alive
+        return [b"".join(lines), *_frames(body, chunked)], keep_alive
 
 
 class Prepared:
@@ -168,40 +190,44 @@ class FileBody:
         self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag
 
 
-class _Chunks:
-    """An iterable body on its way out: the HTTP connection pulls it piece by piece."""
-
-    __slots__ = ("chunked", "iterator", "source")
-
-    def __init__(self, source: Iterable[bytes], chunked: bool) -> None:
-        self.source, self.iterator, self.chunked = source, iter(source), chunked
-
-    def frame(self, piece: bytes) -> bytes:
-        if not self.chunked:
-            return piece
-        return b"%x\r\n%s\r\n" % (len(piece), piece) if piece else b""
-
-    def end(self) -> bytes:
-        return b"0\r\n\r\n" if self.chunked else b""
+def _frames(body: Iterable[bytes], chunked: bool) -> list[bytes]:
+    """An iterable body, all of it (it is answered on the loop thread: it must not block),
+    framed as chunks or as it is; the iterable is closed as WSGI's are."""
+    try:
+        pieces = [bytes(piece) for piece in body if piece]
+    finally:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+    if not chunked:
+        return pieces
+    return [*(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces), b"0\r\n\r\n"]
 
 
 class StreamBody:
     """A body written piece by piece from another thread while it is being sent (WSGI).
 
-    The producer calls ``write(piece)`` and finally ``finish()``; ``write`` blocks while more
-    than ``limit`` bytes wait to reach the socket, so a slow client slows the producer instead
-    of filling memory, and raises ConnectionError once the connection is gone. On the loop
-    thread the HTTP connection ``attach``es it when its turn comes and ``pump``s it."""
+    The producer calls ``write(piece)`` and finally ``finish()`` (or ``fail()`` if it cannot
+    complete the body); ``write`` blocks while more than ``limit`` bytes wait to reach the
+    socket, so a slow client slows the producer instead of filling memory, and raises
+    ConnectionError once the connection is gone. On the loop thread the HTTP connection
+    ``attach``es it when its turn comes and ``take``s what was written each time it is woken.
+    With a declared ``length`` (Content-Length), bytes past it are dropped and a body that
+    ends short of it counts as failed: the connection must close, not wait or desynchronise."""
 
     def __init__(self, limit: int = 256 * 1024) -> None:
         self.limit = limit
         self.chunked = True
+        self.length: int | None = None      # declared by the response: send exactly this
+        self.failed = False                 # the producer gave up: the connection must close
         self._cond = threading.Condition()
         self._pieces: deque[bytes] = deque()
-        self._queued = 0                    # bytes written, not yet on the connection
+        self._queued = 0                    # bytes written, not yet taken
+        self._sent = 0                      # bytes taken so far
         self._finished = False
         self._broken = False
-        self._wake: Callable[[], None] | None = None      # asks the loop to pump
+        self._signalled = False             # the consumer was woken and has not taken yet
+        self._wake: Callable[[], None] | None = None      # asks the loop to take
 
     # producer side, any thread
     def write(self, piece: bytes) -> None:
@@ -209,41 +235,82 @@ class StreamBody:
             return
         with self._cond:
             while self._queued > self.limit and not self._broken:
-                self._cond.wait(1.0)
+                self._cond.wait()
             if self._broken:
                 raise ConnectionError("the client connection is gone")
             self._pieces.append(bytes(piece))
             self._queued += len(piece)
-            wake = self._wake
+            wake = self._signal()
         if wake is not None:
             wake()
 
     def finish(self) -> None:
+        self._end(failed=False)
+
+    def fail(self) -> None:
+        """The producer cannot complete the body (the application raised after the head went
+        out): what was written goes, then the connection closes."""
+        self._end(failed=True)
+
+    def _end(self, failed: bool) -> None:
         with self._cond:
             self._finished = True
-            wake = self._wake
+            self.failed = self.failed or failed
+            wake = self._signal()
         if wake is not None:
             wake()
+
+    def _signal(self) -> Callable[[], None] | None:
+        """The wake-up to call (outside the lock), once per take: many small writes cost the
+        loop one callback, not one each."""
+        if self._signalled or self._wake is None:
+            return None
+        self._signalled = True
+        return self._wake
 
     # consumer side, loop thread
     def attach(self, wake: Callable[[], None]) -> None:
         with self._cond:
             self._wake = wake
+            self._signalled = True
         wake()
 
     def take(self) -> tuple[list[bytes], bool]:
-        """Framed pieces written so far, and whether the body is complete."""
+        """Framed pieces written so far, and whether the body is complete (see ``failed``)."""
         with self._cond:
             pieces, self._pieces = list(self._pieces), deque()
             self._queued = 0
+            self._signalled = False
             finished = self._finished
             self._cond.notify_all()
+        if self.length is not None:
+            pieces = self._within_length(pieces)
+            if finished and self._sent < self.length:
+                self.failed = True
+        else:
+            self._sent += sum(map(len, pieces))
         if self.chunked:
             framed = [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
-            if finished:
+            if finished and not self.failed:
                 framed.append(b"0\r\n\r\n")
             return framed, finished
         return pieces, finished
+
+    def _within_length(self, pieces: list[bytes]) -> list[bytes]:
+        kept, room = [], self.length - self._sent
+        for piece in pieces:
+            if room <= 0:
+                break
+            piece = piece[:room]
+            kept.append(piece)
+            room -= len(piece)
+        self._sent = self.length - room
+        return kept
+
+    @property
+    def gone(self) -> bool:
+        """The connection went away before the body was sent."""
+        return self._broken
 
     def broken(self) -> None:
         """The connection went away: release a blocked producer."""
@@ -251,12 +318,16 @@ class StreamBody:
             self._broken = True
             self._cond.notify_all()
 
-
 # -- helpers for the statuses a server needs ----------------------------------------------------
 
 def _text(status: int, text: str | None = None, headers: list | None = None) -> Response:
     body = (text if text is not None else HTTPStatus(status).phrase).encode() + b"\n"
     return Response(status, body, headers, "text/plain; charset=utf-8")
+
+
+def error(status: int, text: str | None = None) -> Response:
+    """A short plain-text answer with ``status`` (its standard phrase unless ``text``)."""
+    return _text(status, text)
 
 
 def ok(body: bytes = b"", content_type: str = "text/plain; charset=utf-8",

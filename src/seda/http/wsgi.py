@@ -1,27 +1,38 @@
 """WSGI (PEP 3333): an application runs in a stage of its own, with its own thread pool and
 admission predicate, fed HttpRequest events by the HTTP server stage.
 
-A response is buffered only until the application produces a second piece of body; from then
-on it streams (``StreamBody``), so a large or endless response never sits in memory whole.
+A body known to be whole (a list, or one piece as long as the declared Content-Length) goes out
+as one ``bytes``; any other body streams (``StreamBody``), each piece sent as soon as the
+application produces it, so a server-sent event is not held back and a large body never sits in
+memory whole. ``wsgi.file_wrapper`` files go out with ``sendfile``.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import os
+import stat
+import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from ..io.events import WriteDone
 from ..stage import EventHandler
 from . import response as responses
+from .body import BodyError
 from .request import HttpRequest
-from .response import Response, StreamBody
+from .response import FileBody, Response, StreamBody
 
 log = logging.getLogger("seda.wsgi")
 
 _SPECIAL = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
+# Hop-by-hop fields are the server's to send (PEP 3333); an application's Connection: close is
+# kept as the wish to close.
+_HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                         "upgrade"})
 
 
 class _Errors:
@@ -40,20 +51,54 @@ class _Errors:
         pass
 
 
-class WsgiHandler(EventHandler):
-    """Runs ``app`` for each HttpRequest. Use it in a blocking stage: applications block."""
+class FileWrapper:
+    """``wsgi.file_wrapper``: a file the server sends with ``sendfile`` when it is a regular
+    file, and reads in blocks otherwise."""
 
-    def __init__(self, app: Callable, *, script_name: str = "", url_scheme: str = "http",
-                 server_name: str = "localhost", server_port: int = 80) -> None:
+    def __init__(self, filelike: Any, block_size: int = 65536) -> None:
+        self.filelike, self.block_size = filelike, block_size
+
+    def __iter__(self) -> Iterator[bytes]:
+        read = self.filelike.read
+        while block := read(self.block_size):
+            yield block
+
+    def close(self) -> None:
+        close = getattr(self.filelike, "close", None)
+        if close is not None:
+            close()
+
+
+class _CloseDescriptor:
+    """Where a sendfile'd response's WriteDone goes: the duplicate descriptor is closed."""
+
+    @staticmethod
+    def enqueue_lossy(ev: WriteDone) -> bool:
+        os.close(ev.tag)
+        return True
+
+
+class WsgiHandler(EventHandler):
+    """Runs ``app`` for each HttpRequest. Use it in a blocking stage: applications block.
+
+    ``url_scheme`` overrides the scheme of the connection (``https`` under TLS). Header names
+    with ``_`` are dropped unless ``underscore_headers``: ``X_Forwarded_For`` would otherwise
+    reach the application as the ``X-Forwarded-For`` a proxy vouched for (as gunicorn and
+    waitress do)."""
+
+    def __init__(self, app: Callable, *, script_name: str = "", url_scheme: str | None = None,
+                 server_name: str = "localhost", server_port: int = 80,
+                 underscore_headers: bool = False) -> None:
         self.app, self.script_name, self.url_scheme = app, script_name.rstrip("/"), url_scheme
         self.server_name, self.server_port = server_name, str(server_port)
+        self.underscore_headers = underscore_headers
         self._errors = _Errors()
 
     def environ(self, req: HttpRequest) -> dict:
         path = unquote_to_bytes(req.path).decode("latin-1")
         if self.script_name and path.startswith(self.script_name):
             path = path[len(self.script_name):]
-        peer = getattr(req.connection.conn, "peer", None) or ("", 0)
+        peer = req.peer or ("", 0)
         env = {
             "REQUEST_METHOD": req.method,
             "SCRIPT_NAME": self.script_name,
@@ -63,21 +108,28 @@ class WsgiHandler(EventHandler):
             "SERVER_PORT": self.server_port,
             "SERVER_PROTOCOL": f"HTTP/{req.version}",
             "REMOTE_ADDR": str(peer[0]),
-            "REMOTE_PORT": str(peer[1]),
+            "REMOTE_PORT": str(peer[1]) if len(peer) > 1 else "",
             "wsgi.version": (1, 0),
-            "wsgi.url_scheme": self.url_scheme,
+            "wsgi.url_scheme": self.url_scheme or req.scheme,
             "wsgi.input": req.stream if req.stream is not None else io.BytesIO(req.body),
             "wsgi.input_terminated": True,
             "wsgi.errors": self._errors,
+            "wsgi.file_wrapper": FileWrapper,
             "wsgi.multithread": True,
             "wsgi.multiprocess": False,
             "wsgi.run_once": False,
         }
         for name, value in req.headers:
             lower = name.lower()
-            key = _SPECIAL.get(lower) or "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
+            key = _SPECIAL.get(lower)
+            if key is None:
+                if b"_" in name and not self.underscore_headers:
+                    continue
+                key = "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
             text = value.decode("latin-1")
-            env[key] = f"{env[key]},{text}" if key in env and key.startswith("HTTP_") else text
+            if key in env and key.startswith("HTTP_"):
+                text = env[key] + ("; " if key == "HTTP_COOKIE" else ",") + text
+            env[key] = text
         return env
 
     def handle_event(self, req: HttpRequest) -> None:
@@ -90,10 +142,14 @@ class _Exchange:
     def __init__(self, handler: WsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
         self.status: int | None = None
+        self.reason: str | None = None
         self.headers: list[tuple[str, str]] = []
+        self.length: int | None = None             # the declared Content-Length
         self.stream: StreamBody | None = None      # once the head has gone out
-        self.first: bytes | None = None            # body held back until we know if it streams
+        self.pieces: list[bytes] = []              # body held back: known to be whole
+        self.whole = False                         # the iterable is a list: join it
         self.head_only = req.method == "HEAD"
+        self.counted = 0                           # body bytes of a HEAD, not sent
 
     def start_response(self, status: str, headers: list, exc_info: Any = None) -> Callable:
         if exc_info is not None:
@@ -104,46 +160,61 @@ class _Exchange:
                 exc_info = None
         elif self.status is not None:
             raise AssertionError("start_response called twice without exc_info")
-        code = status.split(" ", 1)[0]
-        if len(code) != 3 or not code.isdigit():
+        code, _, reason = status.partition(" ")
+        if len(code) != 3 or not code.isdigit() or any(c in status for c in "\r\n\0"):
             raise ValueError(f"bad WSGI status {status!r}")
+        kept, length = [], None
         for name, value in headers:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
-        self.status, self.headers = int(code), list(headers)
+            lower = name.lower()
+            if lower in _HOP_BY_HOP:
+                continue
+            if lower == "content-length":
+                if not value.strip().isdigit():
+                    raise ValueError(f"bad Content-Length {value!r}")
+                length = int(value)
+            kept.append((name, value))
+        self.status, self.reason, self.headers, self.length = int(code), reason, kept, length
+        self.pieces = []
         return self.write
 
     def write(self, data: bytes) -> None:
         """Body bytes from the application (the iterable's pieces come here too)."""
         if self.status is None:
             raise AssertionError("write() before start_response()")
-        if not data or self.head_only:
+        if not data:
             return
-        if self.stream is not None:
+        if self.head_only:
+            self.counted += len(data)
+        elif self.stream is not None:
             self.stream.write(data)
-        elif self.first is None:
-            self.first = bytes(data)
-        else:                                      # a second piece: stream from now on
+        elif self.whole or (not self.pieces and self.length == len(data)):
+            self.pieces.append(bytes(data))        # whole so far: one bytes at the end
+        else:                                      # more may come, later: stream from here
             self.stream = StreamBody()
-            self.req.respond(Response(self.status, self.stream, self.headers))
-            self.stream.write(self.first)
-            self.stream.write(data)
-            self.first = None
+            self.req.respond(Response(self.status, self.stream, self.headers,
+                                      reason=self.reason))
+            for piece in (*self.pieces, data):
+                self.stream.write(piece)
+            self.pieces = []
 
     def run(self) -> None:
         env = self.handler.environ(self.req)
         result: Any = None
         try:
             result = self.handler.app(env, self.start_response)
-            for piece in result:
-                self.write(piece)
-            if self.status is None:
-                raise AssertionError("the application returned without calling start_response")
+            if not self._send_file(result):
+                self.whole = isinstance(result, (list, tuple))
+                for piece in result:
+                    self.write(piece)
+                self._finish()
         except ConnectionError:
-            return                                 # the client left while we streamed
+            if self.stream is None or not self.stream.gone:
+                self.failed()
+            # else: the client left while we streamed; nothing to answer
         except Exception:
             self.failed()
-            return
         finally:
             close = getattr(result, "close", None)
             if close is not None:
@@ -151,25 +222,77 @@ class _Exchange:
                     close()
                 except Exception:
                     log.exception("wsgi: close() of the response iterable raised")
+
+    def _finish(self) -> None:
+        if self.status is None:
+            raise AssertionError("the application returned without calling start_response")
         if self.stream is not None:
             self.stream.finish()
-        else:
-            self.req.respond(Response(self.status, self.first or b"", self.headers))
+            return
+        headers = self.headers
+        body = b"".join(self.pieces) if len(self.pieces) != 1 else self.pieces[0]
+        if self.head_only:
+            if self.length is None:                # what a GET would have said
+                headers = [*headers, ("Content-Length", str(self.counted))]
+        elif self.length is not None and self.length != len(body):
+            # the application's Content-Length is wrong: never send bytes past it, and close
+            # rather than leave the client waiting for bytes that will not come
+            body = body[:self.length]
+            if len(body) < self.length:
+                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+                headers.append(("Connection", "close"))
+        self.req.respond(Response(self.status, body, headers, reason=self.reason))
+
+    def _send_file(self, result: Any) -> bool:
+        """A ``wsgi.file_wrapper`` of a regular file: answer with sendfile (a duplicate
+        descriptor, so the application may close its file at once)."""
+        if type(result) is not FileWrapper or self.status is None or self.head_only:
+            return False
+        try:
+            fd = result.filelike.fileno()
+            offset = result.filelike.tell()
+            info = os.fstat(fd)
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            return False
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        count = max(0, info.st_size - offset)
+        if self.length is not None:
+            if self.length > count:
+                return False                       # short: let the iterable path deal with it
+            count = self.length
+        dup = os.dup(fd)
+        self.req.respond(Response(self.status, FileBody(dup, offset, count, _CloseDescriptor, dup),
+                                  self.headers, reason=self.reason))
+        return True
 
     def failed(self) -> None:
-        log.error("wsgi: %s %s raised\n%s", self.req.method, self.req.target,
-                  traceback.format_exc().rstrip())
+        error = _body_error()
+        if error is None:
+            log.error("wsgi: %s %s raised\n%s", self.req.method, self.req.target,
+                      traceback.format_exc().rstrip())
         if self.stream is None:
-            self.req.respond(responses.server_error())
+            self.req.respond(responses.server_error() if error is None
+                             else responses.error(error.status, str(error)))
         else:                                       # the head is out: all we can do is cut it
-            self.stream.broken()
-            self.req.connection.conn.abort(RuntimeError("the WSGI application failed"))
+            self.stream.fail()
+
+
+def _body_error() -> BodyError | None:
+    """The BodyError behind the exception being handled, if reading the request body is what
+    failed: the client is answered with the status it deserves, not a 500."""
+    exc: BaseException | None = sys.exc_info()[1]
+    while exc is not None:
+        if isinstance(exc, BodyError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def mount(rt: Any, app: Callable, *, name: str = "wsgi", threads: Any = 8, predicate: Any = None,
           **options: Any) -> Any:
     """Add a stage running ``app`` on its own thread pool; returns its sink, which an HTTP
-    server (or a router in front of several applications) sends HttpRequest events to."""
+    server (or a router in front of several applications) sends HttpRequest events to.
+    ``options`` go to ``WsgiHandler``."""
     return rt.add_stage(name, WsgiHandler(app, **options), threads=threads, batch=1,
                         predicate=predicate).sink
-

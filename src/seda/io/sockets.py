@@ -40,12 +40,13 @@ _BYTES = (bytes, bytearray, memoryview)
 
 
 def _size(item: Any) -> int:
+    """What an item weighs in memory: a file segment is on disk, and weighs nothing."""
     if isinstance(item, _BYTES):
         return len(item)
     if isinstance(item, Send):
         return len(item.data)
     if isinstance(item, FileSegment):
-        return item.count
+        return 0
     raise TypeError(f"a connection sends bytes, memoryview, Send or FileSegment, not {item!r}")
 
 
@@ -53,21 +54,22 @@ class Connection:
     """One TCP connection; ``enqueue`` data to send it. Safe to use from any thread."""
 
     __slots__ = (
-        "_buffer", "_completions", "_layer", "_reader", "_writing", "closed", "closing",
-        "connected", "data", "fd", "half_close", "lingering", "max_pending", "out", "overflow",
-        "owner", "peer", "pending", "scheduled", "sock", "tls",
+        "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
+        "closing", "connected", "data", "fd", "half_close", "lingering", "max_pending", "out",
+        "overflow", "owner", "peer", "pending", "scheduled", "sock", "tls",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
-                 max_pending: int = MAX_PENDING, overflow: str = "reject") -> None:
+                 max_pending: int | None = MAX_PENDING, overflow: str = "reject") -> None:
         if overflow not in ("reject", "close"):
             raise ValueError(f"overflow is 'reject' or 'close', not {overflow!r}")
         self._layer = layer
         self.sock, self.fd, self.owner, self.peer = sock, sock.fileno(), owner, peer
         self.out: deque = deque()          # items waiting for the write stage
         self.scheduled = False             # queued at the write stage
-        self.pending = 0                   # bytes in ``out``
+        self.pending = 0                   # bytes in memory not yet taken by the kernel
         self.max_pending, self.overflow = max_pending, overflow
+        self._drained: tuple[Any, int] | None = None   # (callback, low water): when_drained
         self.closing = False               # close() called: no more enqueues
         self.closed = False
         self.connected = False
@@ -87,12 +89,14 @@ class Connection:
 
     def enqueue(self, item: Any) -> None:
         """Send ``item`` (bytes, memoryview, ``Send`` or ``FileSegment``) after what is queued.
-        Past ``max_pending`` queued bytes the enqueue is refused (``overflow="reject"``,
-        RejectedError) or the connection dropped (``overflow="close"``, StageClosedError)."""
+        Once more than ``max_pending`` bytes wait in memory (files being sent weigh nothing),
+        further enqueues are refused (``overflow="reject"``, RejectedError) or the connection
+        dropped (``overflow="close"``, StageClosedError); an item is never refused for its own
+        size. ``max_pending=None``: the owner bounds what it queues (see ``when_drained``)."""
         if self.closing:
             raise StageClosedError(f"{self!r} is closed")
         size = _size(item)
-        if self.pending + size > self.max_pending:
+        if self.max_pending is not None and self.pending > self.max_pending:
             self._overflow()
         self.pending += size
         self.out.append(item)
@@ -105,10 +109,15 @@ class Connection:
         items = list(items)
         if self.closing:
             raise StageClosedError(f"{self!r} is closed")
-        if self.pending + sum(map(_size, items)) > self.max_pending:
+        if self.max_pending is not None and self.pending > self.max_pending:
             self._overflow()
         for item in items:
-            self.enqueue(item)
+            size = _size(item)
+            self.pending += size
+            self.out.append(item)
+        if not self.scheduled:
+            self.scheduled = True
+            self._layer.write_put(self)
 
     def _overflow(self) -> None:
         if self.overflow == "close":
@@ -125,6 +134,15 @@ class Connection:
 
     def __len__(self) -> int:
         return len(self.out)
+
+    def when_drained(self, callback: Any, low: int = 0) -> None:
+        """Call ``callback()`` on the loop thread once no more than ``low`` bytes wait in memory
+        (once; at once if that is so already). Loop thread only: how an owner that bounds its
+        own output (``max_pending=None``) learns it may send more."""
+        if self.pending <= low:
+            callback()
+        else:
+            self._drained = (callback, low)
 
     def close(self) -> None:
         """Close once everything enqueued so far has been sent."""
@@ -210,7 +228,15 @@ class Connection:
             self._layer.write_put(self)
 
     def _flush(self) -> None:
-        """Hand queued data to the kernel: one send for everything queued where possible."""
+        """Hand queued data to the kernel; tell a waiting owner once it has drained."""
+        self._flush_out()
+        drained = self._drained
+        if drained is not None and self.pending <= drained[1]:
+            self._drained = None
+            drained[0]()
+
+    def _flush_out(self) -> None:
+        """One send for everything queued where possible."""
         self.scheduled = False
         if self.closed:
             return
@@ -236,12 +262,13 @@ class Connection:
                         out.appendleft(item)
                         return
                     chunks, size = [], 0
-                    if item.done is not None:
-                        self._completions.append((item.done, item.tag))
-                    if self.tls is not None:             # no sendfile through TLS
-                        item = self._read_piece(item)
+                    if self.tls is not None:      # no sendfile through TLS: piece by piece
+                        segment, item = item, self._read_piece(item)
+                        if len(item) == segment.count and segment.done is not None:
+                            self._completions.append((segment.done, segment.tag))
                     else:
-                        self.pending -= item.count
+                        if item.done is not None:
+                            self._completions.append((item.done, item.tag))
                         self._buffer = FileSegment(item.fd, item.offset, item.count)
                         if not self._send_buffer():
                             return
@@ -263,13 +290,15 @@ class Connection:
             self._teardown(exc)
 
     def _read_piece(self, seg: FileSegment) -> bytes:
-        """The next piece of a file segment, leaving the rest at the head of the queue."""
+        """The next piece of a file segment (now in memory, so counted in ``pending``), leaving
+        the rest, and its completion, at the head of the queue."""
         piece = os.pread(seg.fd, min(seg.count, READ_SIZE), seg.offset)
         if not piece:
             raise OSError(errno.EIO, "file ended before the segment did")
-        if len(piece) < seg.count:          # the rest stays queued, and counted in ``pending``
+        self.pending += len(piece)
+        if len(piece) < seg.count:
             self.out.appendleft(FileSegment(seg.fd, seg.offset + len(piece),
-                                            seg.count - len(piece)))
+                                            seg.count - len(piece), seg.done, seg.tag))
         return piece
 
     def _send(self, chunks: list) -> bool:
@@ -283,6 +312,7 @@ class Connection:
             n = 0
         if n < len(data):
             self._buffer = memoryview(data)[n:]
+            self.pending += len(data) - n
             self._watch_writes(True)
             return False
         return True
@@ -300,6 +330,7 @@ class Connection:
                     buf.count -= n
             else:
                 n = self.sock.send(buf)
+                self.pending -= n
                 if n < len(buf):
                     self._buffer = buf[n:]
                     self._watch_writes(True)
@@ -355,6 +386,7 @@ class Connection:
                      if isinstance(i, (Send, FileSegment)) and i.done is not None]
         self.out.clear()
         self._buffer = None
+        self._drained = None
         self._completions.extend(abandoned)
         self._confirm()
         event = Closed(self, error) if self.connected else Failed(self, error or ConnectionError())
@@ -506,7 +538,7 @@ class SocketLayer:
 
     def listen(self, address: tuple, owner: Any, *, backlog: int = 1024,
                ssl_context: ssl.SSLContext | None = None, reuse_port: bool = False,
-               max_pending: int = MAX_PENDING, overflow: str = "reject",
+               max_pending: int | None = MAX_PENDING, overflow: str = "reject",
                half_close: bool = False, sock: socket.socket | None = None) -> Listener:
         """Listen on ``address`` (or on an already bound ``sock``); ``Connected`` events for new
         connections, then their packets and closes, go to ``owner``. With ``half_close``, a
@@ -544,13 +576,12 @@ class SocketLayer:
         listener.sock.close()
 
     def quiet(self) -> None:
-        """The runtime is stopping (loop thread): accept nothing more, read nothing more, but
-        let what is queued for sending go out while the stages drain."""
+        """The runtime is stopping (loop thread): accept nothing more. Connections stay as they
+        are while the stages drain: their owners know what they still need to read (the HTTP
+        stage finishes the request being read, then closes)."""
         for listener in list(self.listeners):
             listener.closed = True
             self.stop_listening(listener)
-        for conn in self.connections:
-            conn.pause_reading()
 
     def _readable(self, conn: Connection) -> None:
         """The selector's callback for a readable connection: queue it for the read stage."""
@@ -617,7 +648,7 @@ class SocketLayer:
     # -- connections -----------------------------------------------------------------------------
 
     def connect(self, address: tuple, owner: Any, *, ssl_context: ssl.SSLContext | None = None,
-                server_hostname: str | None = None, max_pending: int = MAX_PENDING,
+                server_hostname: str | None = None, max_pending: int | None = MAX_PENDING,
                 overflow: str = "reject") -> Connection:
         """Connect to ``address``; ``Connected`` or ``Failed`` arrives at ``owner``. Data may be
         enqueued on the returned connection at once; it goes out once connected."""

@@ -1,0 +1,724 @@
+"""HTTP/1.x, server side, as a state machine without I/O (h11's shape): bytes in, events out.
+
+``ServerProtocol`` is one connection's protocol state. The socket side (``server.py``) hands it
+what arrived (``receive``), the answers the application gave (``respond``), news from a body
+being streamed out (``pump``) and the passing of time (``tick``); each call returns the events
+that follow, in order: ``HttpRequest`` for the application, ``bytes`` / ``FileSegment`` /
+``StreamBody`` to send, ``Logged`` for an access log, and ``CLOSE`` or ``ABORT``. The clock is
+an argument; nothing here reads the time, touches a socket or starts a thread, so every case is
+tested in memory.
+
+Each half of the connection has a state, and every change of state goes through one table,
+``TRANSITIONS``, so the order of requests, answers, failure and close is decided in one place:
+
+    client (what it sends)                    server (what we send)
+    IDLE --begin--> HEAD --head--> BODY        IDLE --owe--> WAITING --stream--> STREAMING
+    BODY --end--> IDLE                         WAITING, STREAMING --sent--> WAITING
+    BODY --abandon--> DISCARD --end--> IDLE    WAITING, STREAMING --caught_up--> IDLE
+    any --stop--> DONE                         any --close--> CLOSED
+
+llhttp (through httptools) parses each request head and nothing else: bodies are framed here
+(Content-Length, or chunked by ``chunked.py``), so the protocol always knows where a request
+ends. Requests pipelined before a failure or a ``Connection: close`` are answered, in order,
+before the connection closes; nothing received after one runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httptools
+
+from ..io.events import FileSegment
+from . import response as responses
+from .answers import ReadyAnswer
+from .body import BodyError, BodyReader
+from .chunked import ChunkError, Dechunker
+from .limits import Limits
+from .request import HttpRequest
+from .response import Response, StreamBody
+
+log = logging.getLogger("seda")
+
+# -- the states and the one table of their transitions ------------------------------------------
+
+IDLE, HEAD, BODY, DISCARD, DONE = "IDLE", "HEAD", "BODY", "DISCARD", "DONE"
+WAITING, STREAMING, CLOSED = "WAITING", "STREAMING", "CLOSED"
+
+TRANSITIONS: dict[str, dict[str, dict[str, str]]] = {
+    "client": {
+        IDLE: {"begin": HEAD, "stop": DONE},
+        HEAD: {"head": BODY, "stop": DONE},
+        BODY: {"end": IDLE, "abandon": DISCARD, "stop": DONE},
+        DISCARD: {"end": IDLE, "stop": DONE},
+        DONE: {"stop": DONE},
+    },
+    "server": {
+        IDLE: {"owe": WAITING, "close": CLOSED},
+        WAITING: {"owe": WAITING, "stream": STREAMING, "sent": WAITING, "caught_up": IDLE,
+                  "close": CLOSED},
+        STREAMING: {"owe": STREAMING, "sent": WAITING, "caught_up": IDLE, "close": CLOSED},
+        CLOSED: {"owe": CLOSED, "close": CLOSED},
+    },
+}
+_CLIENT, _SERVER = TRANSITIONS["client"], TRANSITIONS["server"]
+
+
+class ProtocolError(RuntimeError):
+    """A transition the table does not allow: a bug in this module, never the client's doing."""
+
+
+class _Signal:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+CLOSE = _Signal("CLOSE")      # close the connection once what was sent before it is out
+ABORT = _Signal("ABORT")      # drop the connection now: a response cannot be completed
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# Header fields the protocol itself reads; any other role makes a request not plain (its answer
+# may depend on more than its target, so no ready answer may serve it).
+_HOST, _LENGTH, _CODING, _EXPECT, _CONDITION = range(5)
+_ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"transfer-encoding": _CODING,
+          b"expect": _EXPECT,
+          **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
+                           b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
+# RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
+_VALID_HOST = re.compile(rb"(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?")
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+class Logged:
+    """For an access log: a request, the status it got and the bytes sent (head and body;
+    a streamed body counts as its head only)."""
+
+    __slots__ = ("length", "request", "status", "time")
+
+    def __init__(self, request: HttpRequest, status: int, length: int) -> None:
+        self.request, self.status, self.length = request, status, length
+        self.time = time.time()
+
+
+class Unsent:
+    """A response that will never be sent: whatever its body holds (a file descriptor, a
+    producer) must be let go."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+
+
+class ServerStats:
+    """What every connection of one server counts, for ``rt.stats()`` and the status page."""
+
+    __slots__ = ("aborted", "dropped", "refused", "shed", "statuses", "timeouts")
+
+    def __init__(self) -> None:
+        self.statuses: dict[int, int] = {}     # responses sent, by status
+        self.shed = 0                          # requests the application's stage refused (503)
+        self.timeouts = 0                      # 408s and 500s for answers that never came
+        self.refused = 0                       # connections over max_connections
+        self.dropped = 0                       # requests whose answer never went: the client left
+        self.aborted = 0                       # responses cut off: the application failed
+
+
+class _Refuse(Exception):
+    """A request the protocol must refuse with ``response``, then close."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def _length(items: list) -> int:
+    return sum(item.count if type(item) is FileSegment else len(item) for item in items
+               if type(item) is not StreamBody)
+
+
+class ServerProtocol:
+    """One connection's HTTP/1.0 and 1.1, server side. ``connection`` is what requests carry
+    back to the socket side (``request.respond``); ``answers`` are the ready answers for plain
+    GETs (see answers.py); with ``log`` every response also yields a ``Logged`` event."""
+
+    __slots__ = (
+        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_headers",
+        "_keep", "_method", "_now", "_plain", "_reader", "_request", "_tail", "_url", "_version",
+        "answers", "client", "connection", "continue_seq", "deadline", "idle_since", "last_seq",
+        "limits", "log", "next_seq", "out", "owed", "parser", "peer", "ready", "scheme",
+        "send_seq", "server", "stats", "stopping", "streaming", "wake",
+    )
+
+    def __init__(self, limits: Limits | None = None, connection: Any = None, *,
+                 answers: dict[bytes, ReadyAnswer] | None = None, log: bool = False,
+                 peer: Any = None, scheme: str = "http", stats: ServerStats | None = None,
+                 wake: Callable[[], None] = lambda: None, now: float = 0.0) -> None:
+        self.limits = limits or Limits()
+        self.connection, self.answers, self.log = connection, answers, log
+        self.wake = wake                      # from an application thread: a body reader has
+        #                                       room again, ``reading`` may have changed
+        self.peer, self.scheme = peer, scheme
+        self.stats = stats or ServerStats()
+        self.parser: Any = None               # made for the first head, and after a body
+        self.client = self.server = IDLE
+        self.next_seq = 0                     # number of the next request read
+        self.send_seq = 0                     # number of the next response to send
+        self.last_seq: int | None = None      # the response after which we close
+        self.owed: dict[int, float] = {}      # requests with the application -> since when
+        self.ready: dict[int, tuple] = {}     # answers waiting for those before them
+        self.streaming: tuple[StreamBody, bool] | None = None   # a body going out, and keep
+        self.continue_seq = -1                # the request owed a 100 Continue
+        self.stopping = False                 # the server is shutting down
+        self.deadline = 0.0                   # for the head or the body now being read
+        self.idle_since = self._now = now
+        self.out: list = []
+        self._tail = b""                      # the end of what was fed of an unfinished head
+        self._head_bytes = 0
+        self._start_request()
+        self._reader: BodyReader | None = None    # the body of a request dispatched early
+        self._request: HttpRequest | None = None  # that request
+
+    def _start_request(self) -> None:
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._body_size = self._discarded = 0
+        self._framing: int | Dechunker = 0     # bytes of body still to come, or chunked
+        self._expect = self._plain = False
+        self._keep = True
+        self._method = b"GET"
+        self._version = "1.1"
+
+    # -- transitions --------------------------------------------------------------------------
+
+    def _client(self, event: str) -> None:
+        try:
+            self.client = _CLIENT[self.client][event]
+        except KeyError:
+            raise ProtocolError(f"client side: no {event!r} from {self.client}") from None
+
+    def _server(self, event: str) -> None:
+        try:
+            self.server = _SERVER[self.server][event]
+        except KeyError:
+            raise ProtocolError(f"server side: no {event!r} from {self.server}") from None
+
+    @property
+    def reading(self) -> bool:
+        """Whether the socket side should read: not once the client side is done, not while
+        ``max_pipelined`` requests wait for answers, not while a body's reader is full."""
+        if self.client is DONE or self.next_seq - self.send_seq >= self.limits.max_pipelined:
+            return False
+        return self._reader is None or not self._reader.paused
+
+    # -- bytes in -----------------------------------------------------------------------------
+
+    def receive(self, data: bytes, now: float) -> list:
+        """Bytes from the client; ``b""`` when it has finished sending."""
+        out = self.out = []
+        self._now = now
+        if not data:
+            self._end_of_input()
+            return out
+        try:
+            while data:
+                client = self.client
+                if client is IDLE or client is HEAD:
+                    data = self._head(data)
+                elif client is BODY or client is DISCARD:
+                    data = self._body_data(data)
+                else:                          # DONE: nothing after it runs
+                    break
+        except _Refuse as refusal:
+            self._refuse(refusal.response)
+        return out
+
+    def _head(self, data: bytes) -> bytes:
+        """Feed llhttp up to the end of a head (CRLF CRLF); return what follows it."""
+        tail = self._tail
+        probe = tail + data if tail else data
+        end = probe.find(b"\r\n\r\n")
+        if end < 0:
+            chunk, rest = data, b""
+            self._tail = probe[-3:]
+        else:
+            cut = end + 4 - len(tail)
+            chunk, rest = (data, b"") if cut == len(data) else (data[:cut], data[cut:])
+            self._tail = b""
+        self._head_bytes += len(chunk)
+        limits = self.limits
+        if self._head_bytes > limits.max_request_line + limits.max_header_bytes + 4:
+            raise _Refuse(responses.header_fields_too_large())
+        was_idle = self.client is IDLE
+        self._feed(chunk, was_idle)
+        if self.client is BODY:                # the head is complete
+            self._start_body()
+        return rest
+
+    def _feed(self, chunk: bytes, from_start: bool) -> None:
+        parser = self.parser
+        if parser is None:
+            parser = self.parser = httptools.HttpRequestParser(self)
+            # HTTP/1.2 is served as 1.1 and 2.0 or 3.0 get 505 (RFC 9110 2.5), not a 400
+            parser.set_dangerous_leniencies(lenient_version=True)
+        try:
+            parser.feed_data(chunk)
+        except httptools.HttpParserCallbackError as exc:
+            # httptools wraps what our callbacks raise; the original is the context
+            refusal = exc.__context__
+            if isinstance(refusal, _Refuse):
+                raise refusal from None
+            log.error("http: parser callback failed", exc_info=refusal)
+            raise _Refuse(responses.server_error()) from None
+        except httptools.HttpParserUpgrade:
+            self.parser = None                 # the head was fine; an Upgrade is ignored
+        except httptools.HttpParserInvalidMethodError:
+            # a method that is a token but unknown to llhttp is 501; anything else, 400
+            token = chunk.lstrip(b"\r\n").split(b" ", 1)[0] if from_start else b""
+            known_shape = _TOKEN.fullmatch(token) is not None
+            raise _Refuse(responses.not_implemented() if known_shape
+                          else responses.bad_request()) from None
+        except (httptools.HttpParserError, ValueError, UnicodeDecodeError):
+            raise _Refuse(responses.bad_request()) from None
+
+    # -- llhttp's callbacks (heads only) --------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._client("begin")
+        self.deadline = self._now + self.limits.header_timeout
+        self._start_request()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url                       # almost always in one piece
+        if len(self._url) > self.limits.max_request_line:
+            raise _Refuse(responses.uri_too_long())
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # llhttp drops the whitespace before a value; what trails it is not part of it either
+        # (RFC 9110 5.5)
+        headers = self._headers
+        headers.append((name, value.rstrip(b" \t")))
+        if len(headers) > self.limits.max_headers:
+            raise _Refuse(responses.header_fields_too_large())
+
+    def on_headers_complete(self) -> None:
+        self._client("head")
+        parser, limits = self.parser, self.limits
+        # httptools formats the version string on every call: ask once
+        version = parser.get_http_version()
+        if version != "1.1" and version != "1.0":
+            if version[:2] != "1.":
+                raise _Refuse(responses.version_not_supported())
+            version = "1.1"                    # a later 1.x is served as the 1.1 it includes
+        self._version = version
+        self._method = method = parser.get_method()
+        if method == b"CONNECT":               # not a proxy
+            raise _Refuse(responses.not_implemented())
+        size = len(self._url)
+        hosts = length = 0
+        plain = True
+        chunked = False
+        for k, v in self._headers:             # one pass, one lower() per header
+            size += len(k) + len(v) + 4
+            role = _ROLES.get(k.lower())
+            if role is None:
+                continue
+            if role is _HOST:
+                hosts += 1
+                if _VALID_HOST.fullmatch(v) is None:
+                    raise _Refuse(responses.bad_request("invalid Host header"))
+            elif role is _LENGTH:
+                length = int(v)                # llhttp has checked that it is a number
+            elif role is _CODING:
+                # llhttp has checked that chunked comes last; any other coding we cannot undo
+                if v.lower() != b"chunked":
+                    raise _Refuse(responses.not_implemented())
+                chunked = True
+            elif role is _EXPECT:
+                if v.lower() != b"100-continue":
+                    raise _Refuse(Response(417, b"", None))
+                self._expect = version == "1.1"
+            else:
+                plain = False
+        if size > limits.max_header_bytes:
+            raise _Refuse(responses.header_fields_too_large())
+        if hosts > 1 or (version == "1.1" and not hosts):
+            raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
+        if length > limits.max_body:
+            raise _Refuse(responses.payload_too_large())
+        self._plain = plain and self.answers is not None and method == b"GET"
+        self._keep = parser.should_keep_alive() and not self.stopping
+        self._framing = Dechunker(limits.max_header_bytes) if chunked else length
+
+    # -- bodies ----------------------------------------------------------------------------------
+
+    def _start_body(self) -> None:
+        """The head is complete: end the message, or read its body (buffered, or streamed to
+        the application if large or chunked)."""
+        self._tail, self._head_bytes = b"", 0
+        framing = self._framing
+        if not framing:
+            self._complete()
+            return
+        self.parser = None                     # llhttp saw the head only: a new one for the next
+        self.deadline = self._now + self.limits.body_timeout
+        if self._expect:
+            self.continue_seq = self.next_seq
+            if self.send_seq == self.next_seq and self.server is not STREAMING:
+                self._continue()
+        if type(framing) is int and framing > self.limits.stream_body_over:
+            self._stream_body()                # (a chunked body streams once it grows large)
+
+    def _continue(self) -> None:
+        self.out.append(_CONTINUE)
+        self.continue_seq = -1
+        self.deadline = self._now + self.limits.body_timeout
+
+    def _stream_body(self) -> None:
+        """Hand the request over now and its body as it arrives (what came so far first)."""
+        reader = self._reader = BodyReader(self.wake)
+        for piece in self._body:
+            reader.feed(piece)
+        self._body = []
+        self._request = self._make_request(b"")
+        self._request.stream = reader
+        self._dispatch(self._request)
+
+    def _body_data(self, data: bytes) -> bytes:
+        """Body bytes of the request being read; returns what follows its end."""
+        framing = self._framing
+        if type(framing) is int:
+            if len(data) > framing:
+                pieces, rest = [data[:framing]], data[framing:]
+            else:
+                pieces, rest = [data], b""
+            self._framing = framing - len(pieces[0])
+            done = not self._framing
+        else:
+            try:
+                pieces, after = framing.feed(data)
+            except ChunkError as exc:
+                raise _Refuse(responses.bad_request(str(exc))) from None
+            done, rest = after is not None, after or b""
+        size = sum(map(len, pieces))
+        self.deadline = self._now + self.limits.body_timeout
+        if self.client is DISCARD:
+            self._discarded += size
+            if self._discarded > self.limits.max_discard:
+                self._close()
+                return b""
+        else:
+            self._body_size += size
+            if self._body_size > self.limits.max_body:
+                raise _Refuse(responses.payload_too_large())
+            if self._reader is not None:
+                for piece in pieces:
+                    self._reader.feed(piece)
+            else:
+                self._body += pieces
+                if self._body_size > self.limits.stream_body_over and not done:
+                    self._stream_body()        # a chunked body grew large
+        if done:
+            self._complete()
+        return rest
+
+    def _complete(self) -> None:
+        """The request's message has ended: answer or dispatch it (unless it went already)."""
+        if self.client is DISCARD:             # the body of a request answered already
+            self._client("end")
+            return
+        framing = self._framing
+        trailers = framing.trailers if type(framing) is Dechunker else []
+        request, reader = self._request, self._reader
+        self.continue_seq = -1                 # the body is here: no 100 Continue needed
+        if reader is not None:               # dispatched early: its body is complete now
+            request.trailers = trailers
+            reader.finish()
+            self._reader = self._request = None
+            seq = request.seq
+        elif self._plain and self._answer_ready():
+            seq = self.next_seq - 1
+        else:
+            request = self._make_request(
+                self._body[0] if len(self._body) == 1 else b"".join(self._body))
+            request.trailers = trailers
+            seq = request.seq
+            self._dispatch(request)
+        if self.client is BODY:                # not closed meanwhile
+            self._client("end")
+            if not self._keep or self.stopping:   # it said close: nothing after it runs
+                self._stop(seq)
+
+    def _make_request(self, body: bytes) -> HttpRequest:
+        """The request read so far, with the next sequence number."""
+        url = self._url
+        if b"#" in url:                        # a fragment is the client's business
+            url = url.partition(b"#")[0]
+        if url[:1] == b"/":
+            path, _, query = url.partition(b"?")
+        elif url == b"*":
+            path, query = url, b""
+        else:                                  # absolute-form: http://host/path?query
+            try:
+                parsed = httptools.parse_url(url)
+            except httptools.HttpParserInvalidURLError:
+                raise _Refuse(responses.bad_request("bad request target")) from None
+            path, query = parsed.path or b"/", parsed.query or b""
+        seq = self.next_seq
+        self.next_seq += 1
+        return HttpRequest(
+            self._method.decode("ascii"), url.decode("latin-1"), path.decode("latin-1"),
+            query.decode("latin-1"), self._headers, body, self._version, self.connection, seq,
+            self._keep, self.peer, self.scheme)
+
+    def _dispatch(self, request: HttpRequest) -> None:
+        self.owed[request.seq] = self._now
+        self._server("owe")
+        self.out.append(request)
+
+    def _answer_ready(self) -> bool:
+        """Answer a plain GET from the ready answers, if one is fresh for its target (see
+        answers.py); False sends the request the usual way."""
+        ready = self.answers.get(self._url)
+        if ready is None or self._now >= ready.fresh_until:
+            return False
+        ready.hits += 1
+        request = self._make_request(b"") if self.log else None
+        if request is None:
+            seq = self.next_seq
+            self.next_seq += 1
+        else:
+            seq = request.seq
+        self._server("owe")
+        self._answer(seq, (ready.response, request, False, self._keep, self._version == "1.0"))
+        return True
+
+    # -- answers out ----------------------------------------------------------------------------
+
+    def respond(self, request: HttpRequest, response: Any, now: float) -> list:
+        """The application's answer to ``request``. An answer too late (after a timeout or a
+        close) or given twice comes back as ``Unsent``, for its resources to be released."""
+        out = self.out = []
+        self._now = now
+        seq = request.seq
+        if (seq < self.send_seq or seq in self.ready or self.server is CLOSED
+                or (seq == self.send_seq and self.server is STREAMING)):
+            out.append(Unsent(response))
+            return out
+        self._answer(seq, (response, request, request.method == "HEAD", request.keep_alive,
+                           request.version == "1.0"))
+        return out
+
+    def shed(self, request: HttpRequest, now: float) -> list:
+        """The application's stage refused ``request`` (overload): 503 at once."""
+        self.stats.shed += 1
+        return self.respond(request, responses.service_unavailable(), now)
+
+    def _answer(self, seq: int, entry: tuple) -> None:
+        """Send the answer for ``seq`` now if its turn has come, and those that waited for it;
+        else keep it until then."""
+        if seq != self.send_seq or self.server is STREAMING:
+            self.ready[seq] = entry
+            return
+        while self._send(seq, entry):
+            seq = self.send_seq
+            entry = self.ready.pop(seq, None)
+            if entry is None:
+                return
+
+    def _send(self, seq: int, entry: tuple) -> bool:
+        """Emit one response; True if it went whole and the connection goes on."""
+        response, request, head_only, keep, http10 = entry
+        if seq == self.last_seq:
+            keep = False
+        if self.continue_seq == seq:           # answered before the client sent the body
+            self.continue_seq = -1
+            keep = False
+        elif self._request is not None and self._request.seq == seq and not self._drainable():
+            keep = False
+        try:
+            items, keep = response.encode(head_only, keep, http10)
+        except Exception:
+            log.exception("http: cannot encode the response to %r", request)
+            response = responses.server_error()
+            items, keep = response.encode(head_only, False, http10)
+        statuses = self.stats.statuses
+        statuses[response.status] = statuses.get(response.status, 0) + 1
+        self.owed.pop(seq, None)
+        out = self.out
+        if self.log and request is not None:   # lossy on the socket side: never holds us up
+            out.append(Logged(request, response.status, _length(items)))
+        last = items[-1]
+        if type(last) is StreamBody:           # the rest follows as the producer writes it
+            out.append(items[0])
+            out.append(last)
+            self.streaming = (last, keep)
+            self._server("stream")
+            return False
+        out += items
+        return self._sent(keep)
+
+    def _drainable(self) -> bool:
+        """The body of the request being answered is still arriving: can it be read and
+        dropped (up to ``max_discard``) so that the connection stays open?"""
+        framing = self._framing
+        return type(framing) is int and framing <= self.limits.max_discard
+
+    def _sent(self, keep: bool) -> bool:
+        """The response at ``send_seq`` has gone whole: move on; True if the connection does."""
+        seq = self.send_seq
+        self.send_seq = seq + 1
+        request = self._request
+        if request is not None and request.seq == seq:   # answered before its body was read
+            self._reader.abandon()
+            self._reader = self._request = None
+            if self.client is BODY:
+                self._client("abandon")
+        if not keep:
+            self._close()
+            return False
+        if self.send_seq == self.next_seq:     # every request read so far is answered
+            if self.client is DONE:
+                self._close()
+                return False
+            self._server("caught_up")
+            self.idle_since = self._now
+        else:
+            self._server("sent")
+        if self.continue_seq == self.send_seq:
+            self._continue()
+        return True
+
+    def pump(self, now: float) -> list:
+        """The body being streamed out has news (the socket side was woken by its producer)."""
+        out = self.out = []
+        self._now = now
+        if self.streaming is None:
+            return out
+        stream, keep = self.streaming
+        pieces, finished = stream.take()
+        out += pieces
+        if finished:
+            self.streaming = None
+            if stream.failed:
+                self.stats.aborted += 1
+                self._close(ABORT)
+            elif self._sent(keep):
+                entry = self.ready.pop(self.send_seq, None)
+                if entry is not None:
+                    self._answer(self.send_seq, entry)
+        return out
+
+    # -- endings ----------------------------------------------------------------------------------
+
+    def _refuse(self, response: Response) -> None:
+        """A request that breaks the protocol or a limit: answer it after every request before
+        it, then close. If its body was already streaming to the application, the application
+        learns it from ``wsgi.input`` and its own answer is the last."""
+        status = response.status
+        if self._reader is not None:
+            self._reader.finish(BodyError(status, response.body.decode("latin-1").strip()))
+            seq = self._request.seq
+            self._reader = self._request = None
+            self._stop(seq)
+        elif self.client is DISCARD:           # its answer went already
+            self._close()
+        else:
+            seq = self.next_seq
+            self.next_seq += 1
+            self._stop(seq)
+            self._server("owe")
+            self._answer(seq, (response, None, False, False, self._version == "1.0"))
+
+    def _stop(self, last: int) -> None:
+        """Read nothing more; the answer to ``last`` is the final one."""
+        self._client("stop")
+        self.parser = None
+        if self.last_seq is None or last < self.last_seq:
+            self.last_seq = last
+        if self.send_seq == self.next_seq and self.streaming is None:
+            self._close()
+
+    def _close(self, how: _Signal = CLOSE) -> None:
+        """Close the connection after what was emitted (CLOSE) or at once (ABORT)."""
+        if self.client is not DONE:
+            self._client("stop")
+        if self.server is not CLOSED:
+            self._server("close")
+            self.out.append(how)
+        if self._reader is not None:
+            self._reader.finish(BodyError(400, "the connection closed"))
+            self._reader = self._request = None
+        self.parser = None
+
+    def _end_of_input(self) -> None:
+        """The client has finished sending: answer what it asked, then close."""
+        if self._reader is not None:           # a streamed body cut short
+            self._reader.finish(BodyError(400, "the client stopped sending the body"))
+            seq = self._request.seq
+            self._reader = self._request = None
+        else:                                  # a request cut short is not answered
+            seq = self.next_seq - 1
+        if self.client is not DONE:
+            self._stop(seq)
+        elif self.send_seq == self.next_seq and self.streaming is None:
+            self._close()
+
+    def stop(self, now: float) -> list:
+        """The server is shutting down: finish the request being read and answer every request,
+        then close; take no new request."""
+        out = self.out = []
+        self._now = now
+        self.stopping = True
+        if self.client is IDLE:
+            self._stop(self.next_seq - 1)
+        return out
+
+    def tick(self, now: float) -> list:
+        """Time has passed: the head, body, keep-alive and response timeouts."""
+        out = self.out = []
+        self._now = now
+        if self.server is CLOSED:
+            return out
+        limits, client = self.limits, self.client
+        since = self.owed.get(self.send_seq)
+        if since is not None and now - since > limits.response_timeout:
+            self.stats.timeouts += 1            # the application never answered: we do
+            log.error("http: no response to a request within %.0f s", limits.response_timeout)
+            self._stop(self.send_seq)
+            self._answer(self.send_seq, (responses.server_error(), None, False, False,
+                                         self._version == "1.0"))
+        elif ((client is HEAD or client is BODY or client is DISCARD) and now > self.deadline
+              and self.continue_seq == -1
+              and not (self._reader is not None and self._reader.paused)):
+            self.stats.timeouts += 1
+            self._refuse(responses.request_timeout())
+        elif (client is IDLE and self.server is IDLE
+              and now - self.idle_since > limits.keepalive_timeout):
+            self._close()
+        return out
+
+    def connection_lost(self) -> list[Any]:
+        """The socket is gone: the responses that will never be sent (to release what they
+        hold, as for ``Unsent``). A body being read or sent is ended with an error."""
+        self.stats.dropped += self.next_seq - self.send_seq
+        self.client, self.server = DONE, CLOSED
+        unsent = [entry[0] for entry in self.ready.values()]
+        self.ready.clear()
+        if self.streaming is not None:
+            self.streaming[0].broken()
+            self.streaming = None
+        if self._reader is not None:
+            self._reader.finish(BodyError(400, "the client connection is gone"))
+            self._reader = self._request = None
+        self.parser = None                     # it holds us: freed now, not by the collector
+        return unsent
