@@ -6,6 +6,10 @@ signals on: SIGTERM/SIGINT drain and stop every worker, SIGHUP makes them reopen
 Workers are fresh interpreters (``python -m haboob ... --ready-fd FD``), not forks: the
 supervisor loads nothing a worker could inherit half-initialised, and a restart is a clean
 start. Each worker writes a byte to its ready pipe once it is listening.
+
+The workers' /_seda/ pages show the whole server: the supervisor makes a directory for their
+snapshots (``--status-dir``, see ``status.share``), writes its own start and worker count
+there, deletes a dead worker's snapshot when it reaps it, and the directory when it stops.
 """
 
 from __future__ import annotations
@@ -13,11 +17,15 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+
+from .status.share import SERVER, worker_file, write_json
 
 STOP_GRACE = 30.0        # seconds a worker has to drain before it is killed
 READY_TIMEOUT = 60.0     # seconds a worker has to start listening
@@ -72,11 +80,27 @@ class Worker:
 
 
 class Supervisor:
-    def __init__(self, argv: list[str], count: int) -> None:
+    """Keeps ``count`` workers running ``argv``; with ``share_status``, their status pages
+    show the whole server (a directory for their snapshots)."""
+
+    def __init__(self, argv: list[str], count: int, share_status: bool = False) -> None:
         self.argv, self.count = argv, count
         self.workers: dict[int, Worker] = {}
         self.restarts: list[float] = []         # when to start a replacement for a dead worker
         self.backoff = _RESTART_BACKOFF[0]
+        self.started, self.replaced = time.time(), 0
+        self.status_dir = tempfile.mkdtemp(prefix="haboob-status-") if share_status else None
+        if self.status_dir is not None:
+            self.argv = [*argv, "--status-dir", self.status_dir]
+            self._publish()
+
+    def _publish(self) -> None:
+        """What the workers' status pages show of the supervisor: since when it serves, how
+        many workers it keeps and how many it has replaced."""
+        assert self.status_dir is not None
+        write_json(os.path.join(self.status_dir, SERVER),
+                   {"pid": os.getpid(), "started": self.started, "workers": self.count,
+                    "restarts": self.replaced})
 
     def start(self) -> bool:
         """Start every worker and wait until all listen; False (all stopped) if one cannot."""
@@ -144,6 +168,11 @@ class Supervisor:
             del self.workers[pid]
             if worker.ready is not None:
                 os.close(worker.ready)
+            self.replaced += 1
+            if self.status_dir is not None:           # its numbers died with it
+                with contextlib.suppress(OSError):
+                    os.remove(worker_file(self.status_dir, pid))
+                self._publish()
             young = time.monotonic() - worker.started < _QUICK_DEATH
             self.backoff = (min(self.backoff * 2, _RESTART_BACKOFF[1]) if young
                             else _RESTART_BACKOFF[0])
@@ -169,3 +198,5 @@ class Supervisor:
                 worker.proc.kill()
                 worker.proc.wait()
         self.workers.clear()
+        if self.status_dir is not None:
+            shutil.rmtree(self.status_dir, ignore_errors=True)

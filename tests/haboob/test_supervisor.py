@@ -1,9 +1,10 @@
 """The haboob command as processes: workers sharing a port, restarts, draining on SIGTERM,
-log reopening on SIGHUP."""
+log reopening on SIGHUP, one status page for all the workers."""
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import queue
 import signal
@@ -52,11 +53,21 @@ class Haboob:
             if text in line:
                 return line
 
-    def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+    def get(self, path, port=None):
+        c = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=WAIT)
         c.request("GET", path)
         r = c.getresponse()
         return r.status, r.read()
+
+    def status_until(self, ok, port=None):
+        """/_seda/status.json, polled until ``ok`` of it: workers publish once a second."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            doc = json.loads(self.get("/_seda/status.json", port)[1])
+            if ok(doc):
+                return doc
+            assert time.monotonic() < deadline, doc
+            time.sleep(0.05)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -142,3 +153,55 @@ def test_a_worker_that_cannot_start_stops_the_supervisor(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
     assert done.returncode == 1 and "a worker failed to start" in done.stderr
     assert "no database" in done.stderr
+
+
+def pids_of(doc):
+    return {w["pid"] for w in doc["workers"]}
+
+
+def test_the_status_page_shows_every_worker_and_forgets_dead_ones(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))   # where the supervisor keeps the snapshots
+    h = run("--workers", "2")
+    pids = {pid_of(h.expect("listening")), pid_of(h.expect("listening"))}
+    assert all(h.get("/missing")[0] == 404 for _ in range(10))
+    doc = h.status_until(lambda d: pids_of(d) == pids
+                         and d["traffic"]["total"]["responses"].get("404") == 10)
+    assert sum(w["traffic"]["total"]["responses"].get("404", 0) for w in doc["workers"]) == 10
+    assert doc["supervisor"]["workers"] == 2 and doc["supervisor"]["restarts"] == 0
+    assert doc["stages"]["http"]["threads"] == 2                 # a loop thread each
+    page = h.get("/_seda/")[1].decode()
+    assert 'id="workers"' in page and all(f"<td>{pid}</td>" in page for pid in pids)
+    metrics = h.get("/_seda/metrics")[1].decode()
+    assert all(f'haboob_http_connections{{worker="{pid}"}}' in metrics for pid in pids)
+    [shared] = tmp_path.glob("haboob-status-*")
+
+    victim = pids.pop()
+    os.kill(victim, signal.SIGKILL)
+    assert pid_of(h.expect("exited")) == victim
+    replacement = pid_of(h.expect("listening"))
+    doc = h.status_until(lambda d: pids_of(d) == {*pids, replacement})
+    assert doc["supervisor"]["restarts"] == 1
+    assert not (shared / f"worker-{victim}.json").exists()
+    assert h.stop() == 0
+    assert not shared.exists()
+
+
+def test_the_status_page_on_its_own_port_with_workers(run):
+    h = run("--workers", "2", "--status-bind", "127.0.0.1:0")
+    line = h.proc.stdout.readline()
+    assert line.startswith("stages and metrics: http://127.0.0.1:"), line
+    port = int(line.rsplit(":", 1)[1].split("/")[0])
+    pids = {pid_of(h.expect("listening")), pid_of(h.expect("listening"))}
+    assert h.get("/_seda/")[0] == 404                         # not on the main port
+    assert h.get("/")[0] == 200
+    # the main port's requests, whichever worker had them; not the status port's
+    h.status_until(lambda d: pids_of(d) == pids
+                   and d["traffic"]["total"]["responses"] == {"200": 1, "404": 1}, port)
+    assert h.stop() == 0
+
+
+def test_the_status_page_can_be_turned_off(run):
+    h = run("--no-status")
+    assert h.get("/_seda/")[0] == 404
+    assert h.stop() == 0
+    assert h.proc.stdout.read() == ""                         # no status line in the banner

@@ -1,0 +1,83 @@
+"""``/_seda/metrics``: the status in Prometheus's text format, read when scraped.
+
+With ``--workers N`` every series carries a ``worker`` label (the process id) and every scrape,
+whichever worker answers it, has every live worker's series. Summed counters would go down
+when a worker is replaced, which Prometheus takes for a reset; per-worker counters only ever
+go up, and ``sum without (worker) (rate(...))`` is the whole server's rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+_STAGE = {                  # rt.stats() key -> (metric, help, is a counter)
+    "queue": ("seda_stage_queue", "Events waiting", False),
+    "threads": ("seda_stage_threads", "Threads", False),
+    "batch": ("seda_stage_batch", "Batch size", False),
+    "processed": ("seda_stage_processed", "Events handled", True),
+    "rejected": ("seda_stage_rejected", "Events refused", True),
+    "errors": ("seda_stage_errors", "Handler errors", True),
+    "p90_ms": ("seda_stage_service_p90_seconds", "90th percentile handler time per event",
+               False),
+}
+
+
+class Metrics:
+    """A Prometheus collector over worker snapshots (``workers()``: the live ones, each with
+    ``pid``, ``started``, ``stages`` and ``traffic``); with ``labelled``, a worker label."""
+
+    def __init__(self, workers: Callable[[], list[dict]], labelled: bool) -> None:
+        self.workers, self.labelled = workers, labelled
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        worker = ["worker"] if self.labelled else []
+
+        def family(name: str, text: str, counter: bool, labels: list[str]) -> Any:
+            kind = CounterMetricFamily if counter else GaugeMetricFamily
+            return kind(name, text, labels=[*worker, *labels])
+
+        stage = {key: family(name, text, counter, ["stage"])
+                 for key, (name, text, counter) in _STAGE.items()}
+        rate = family("seda_stage_admission_rate", "Admission rate, events/s", False, ["stage"])
+        started = family("haboob_start_time_seconds", "When the process started (Unix time)",
+                         False, [])
+        conns = family("haboob_http_connections", "Open connections", False, [])
+        responses = family("haboob_http_responses", "Responses by status code", True, ["code"])
+        failed = family("haboob_http_requests_failed",
+                        "Requests that went wrong: shed (503 at once), timeouts, refused "
+                        "connections, dropped (the connection went before the response)",
+                        True, ["reason"])
+        for snap in self.workers():
+            who = [str(snap["pid"])] if self.labelled else []
+            for name, s in snap["stages"].items():
+                for key, fam in stage.items():
+                    fam.add_metric([*who, name], s[key] / 1000 if key == "p90_ms" else s[key])
+                admission = s.get("control", {}).get("admission", {})
+                if "rate" in admission:
+                    rate.add_metric([*who, name], admission["rate"])
+            traffic = snap["traffic"]
+            started.add_metric(who, snap["started"])
+            conns.add_metric(who, traffic["connections"])
+            for code, n in traffic["total"]["responses"].items():
+                responses.add_metric([*who, code], n)
+            for reason, n in traffic["total"]["counts"].items():
+                failed.add_metric([*who, reason], n)
+        yield from stage.values()
+        yield from (rate, started, conns, responses, failed)
+
+
+def exposition(workers: Callable[[], list[dict]], labelled: bool
+               ) -> Callable[[], tuple[bytes, str]] | None:
+    """A function returning the metrics text and its content type; None without
+    prometheus-client (an extra: pip install pyseda[haboob])."""
+    try:
+        from prometheus_client import CollectorRegistry
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+    except ImportError:
+        return None
+    registry = CollectorRegistry()
+    registry.register(Metrics(workers, labelled))
+    return lambda: (generate_latest(registry), CONTENT_TYPE_LATEST)

@@ -1,0 +1,102 @@
+"""How the workers of ``haboob --workers N`` see each other: the supervisor creates a directory
+and gives it to every worker (``--status-dir``); each worker writes its snapshot there once a
+second (atomically: a reader finds the whole file or the one before) and reads the others',
+so whichever worker answers /_seda/ shows the whole server. Files block, so this is a stage of
+its own, off the loop thread.
+
+The supervisor deletes a dead worker's file when it reaps it, and the directory when it stops;
+a file not rewritten for ``STALE`` seconds (a hung worker, a supervisor killed outright) is
+ignored, so no dead worker's numbers linger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from typing import Any
+
+import seda
+
+SERVER = "server.json"      # the supervisor's: when it started, how many workers it keeps
+STALE = 3.0                 # seconds after which a worker's file is no longer believed
+
+
+def worker_file(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"worker-{pid}.json")
+
+
+def write_json(path: str, doc: Any) -> None:
+    """Write ``path`` whole or not at all: a temporary file renamed over it."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as f:
+        json.dump(doc, f)
+    os.replace(temporary, path)
+
+
+def read_server(directory: str) -> dict | None:
+    try:
+        with open(os.path.join(directory, SERVER)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read_workers(directory: str, skip: int) -> list[dict]:
+    """Every worker's snapshot but ``skip``'s, if written in the last ``STALE`` seconds."""
+    found, now = [], time.time()
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if (not entry.name.startswith("worker-") or not entry.name.endswith(".json")
+                    or entry.path == worker_file(directory, skip)):
+                continue
+            try:
+                if now - entry.stat().st_mtime > STALE:
+                    continue
+                with open(entry.path) as f:
+                    found.append(json.load(f))
+            except (OSError, ValueError):   # removed meanwhile: that worker is gone
+                continue
+    return found
+
+
+class Publish:
+    """Status -> Share: this worker's snapshot, to write."""
+
+    __slots__ = ("snapshot",)
+
+    def __init__(self, snapshot: dict) -> None:
+        self.snapshot = snapshot
+
+
+class Peers:
+    """Share -> Status: the supervisor's file and the other workers' snapshots."""
+
+    __slots__ = ("server", "snapshots")
+
+    def __init__(self, server: dict | None, snapshots: list[dict]) -> None:
+        self.server, self.snapshots = server, snapshots
+
+
+class Share(seda.EventHandler):
+    """Writes this worker's snapshot, reads the others', and sends them to ``reply_to``."""
+
+    def __init__(self, directory: str, reply_to: str) -> None:
+        self.directory, self.reply_to = directory, reply_to
+        self.path = worker_file(directory, os.getpid())
+
+    def init(self, ctx: Any) -> None:
+        self.reply = ctx.runtime.sink(self.reply_to)
+
+    def handle_events(self, events: list) -> None:
+        try:
+            write_json(self.path, events[-1].snapshot)      # only the latest matters
+        except OSError:
+            return                            # the directory is gone: the supervisor stopped
+        self.reply.enqueue_lossy(Peers(read_server(self.directory),
+                                       read_workers(self.directory, os.getpid())))
+
+    def destroy(self) -> None:
+        with contextlib.suppress(OSError):
+            os.remove(self.path)
