@@ -17,6 +17,7 @@ import seda
 from .access_log import Reopen
 from .cache import POLICIES
 from .server import Options, build
+from .status import served_at
 from .supervisor import Supervisor, reserve, say
 
 EXAMPLES = """examples:
@@ -76,11 +77,23 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
     parser.add_argument("--class-header", metavar="NAME",
                         help="with --target-p90: request class 0-9 (9 served first under load) "
                         "from header NAME, or from a cookie with cookie:NAME")
+    status = parser.add_mutually_exclusive_group()
+    status.add_argument("--no-status", action="store_true",
+                        help="do not serve /_seda/ (the status page and Prometheus metrics)")
+    status.add_argument("--status-bind", metavar="HOST:PORT",
+                        help="serve /_seda/ on this address (plain HTTP), not the main one")
     parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)   # set by the supervisor
+    parser.add_argument("--status-dir", help=argparse.SUPPRESS)           # set by the supervisor
     args = parser.parse_args(argv)
     host, sep, port = args.bind.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         parser.error(f"--bind takes HOST:PORT, not {args.bind!r}")
+    status_bind = None
+    if args.status_bind is not None:
+        status_host, sep, status_port = args.status_bind.rpartition(":")
+        if not sep or not status_port.isdigit() or int(status_port) > 65535:
+            parser.error(f"--status-bind takes HOST:PORT, not {args.status_bind!r}")
+        status_bind = (status_host.strip("[]") or "127.0.0.1", int(status_port))
     if args.root is not None and not os.path.isdir(args.root):
         parser.error(f"--root {args.root!r} is not a directory")
     if args.app is None and args.root is None and not args.mount:
@@ -116,7 +129,8 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
                    apps=apps, threads=args.threads, access_log=args.access_log,
                    ssl_context=context, reuse_port=args.ready_fd is not None,
                    target_p90=None if args.target_p90 is None else args.target_p90 / 1000,
-                   class_header=args.class_header), args.workers, args.ready_fd
+                   class_header=args.class_header, status=not args.no_status,
+                   status_bind=status_bind, status_dir=args.status_dir), args.workers, args.ready_fd
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +165,7 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
             os.write(ready_fd, b"1")
             os.close(ready_fd)
         else:
-            banner(options, *listener.address[:2])
+            banner(options, *listener.address[:2], served_at(rt))
         while True:
             try:
                 signum = signals.get(timeout=1.0)
@@ -179,19 +193,37 @@ def supervise(argv: list[str], options: Options, workers: int) -> int:
         say(f"cannot listen on {options.host}:{options.port}: {exc.strerror}")
         return 1
     port = held.getsockname()[1]
-    supervisor = Supervisor([*argv, "--bind", f"{options.host}:{port}"], workers)
+    args, status = [*argv, "--bind", f"{options.host}:{port}"], None
+    if options.status_bind is not None:        # hold the status page's port too
+        try:
+            held_status = reserve(*options.status_bind)
+        except OSError as exc:
+            held.close()
+            say(f"cannot listen on {options.status_bind[0]}:{options.status_bind[1]}: "
+                f"{exc.strerror}")
+            return 1
+        status = (options.status_bind[0], held_status.getsockname()[1])
+        args += ["--status-bind", f"{status[0]}:{status[1]}"]
+    supervisor = Supervisor(args, workers, share_status=options.status)
     try:
         if not supervisor.start():
             return 1
-        banner(options, options.host, port)
+        banner(options, options.host, port, status)
         supervisor.run()
     finally:
         held.close()
+        if status is not None:
+            held_status.close()
     return 0
 
 
-def banner(options: Options, host: str, port: int) -> None:
+def banner(options: Options, host: str, port: int,
+           status: tuple[str, int] | None = None) -> None:
+    """Where to connect; ``status``: the status page's own address, if it has one."""
     scheme = "https" if options.ssl_context is not None else "http"
     print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
-    print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
+    if status is not None:
+        print(f"stages and metrics: http://{status[0]}:{status[1]}/_seda/", flush=True)
+    elif options.status:
+        print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
 

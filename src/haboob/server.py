@@ -34,7 +34,8 @@ from .access_log import AccessLog
 from .cache import PageCache
 from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
 from .static import not_modified as is_not_modified
-from .status import PREFIX, Status
+from .status import NAME as STATUS
+from .status import PREFIX, add_status
 
 _GET_HEAD = ("GET", "HEAD")
 
@@ -56,6 +57,9 @@ class Options:
     reuse_port: bool = False            # share the port with other processes (SO_REUSEPORT)
     target_p90: float | None = None     # seconds: admission control on each application stage
     class_header: str | None = None     # request class from this header ("cookie:NAME": cookie)
+    status: bool = True                 # serve /_seda/: the status page and metrics
+    status_bind: tuple[str, int] | None = None   # serve /_seda/ here, not on the main port
+    status_dir: str | None = None       # workers share their status here (set by the supervisor)
 
 
 CLASSES = range(10)     # request classes 0 (default, lowest) to 9 (highest priority)
@@ -395,8 +399,13 @@ def build(rt: seda.Runtime, options: Options) -> Any:
         routes.append((prefix, sink))
         if prefix == "/":
             fallback = sink
-    rt.add_stage("haboob.status", Status(), blocking=False)
-    routes.append((PREFIX.rstrip("/"), rt.sink("haboob.status")))
+    if options.status:
+        status = add_status(rt, options.status_dir)
+        if options.status_bind is None:
+            routes.append((PREFIX.rstrip("/"), rt.sink(STATUS)))
+        else:                           # plain HTTP, for a private address
+            status.listener = serve(rt, options.status_bind, rt.sink(STATUS),
+                                    name="haboob.status.http", reuse_port=options.reuse_port)
     static = options.root is not None
     answers: dict[bytes, ReadyAnswer] | None = {} if static else None
     if static:
