@@ -176,7 +176,8 @@ class HttpRecv(seda.EventHandler):
     answers (through CacheMiss) and every request that is not a GET or HEAD."""
 
     def __init__(self, routes: list[tuple[str, Any]], static: bool) -> None:
-        self.root_app = dict(routes).get("/") if static else None
+        self.root = dict(routes).get("/")
+        self.root_app = self.root if static else None
         # longest prefix first, each with the form a path below it starts with
         self.routes = [(prefix, prefix.rstrip("/") + "/", sink)
                        for prefix, sink in sorted(routes, key=lambda r: -len(r[0]))
@@ -188,6 +189,13 @@ class HttpRecv(seda.EventHandler):
 
     def handle_event(self, req: Any) -> None:
         path = req.path
+        if path == "*":                      # OPTIONS *: a question about the server itself
+            if self.root is not None:        # which the application at / knows best
+                forward(self.root, req)
+            else:
+                req.respond(Response(200 if req.method == "OPTIONS" else 400, b"",
+                                     [("allow", "GET, HEAD, OPTIONS")]))
+            return
         for prefix, below, sink in self.routes:
             if path == prefix or path.startswith(below):
                 forward(sink, req)

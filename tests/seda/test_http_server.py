@@ -198,6 +198,12 @@ BAD = [
     (b"BREW / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
     (b"GET / HTTP/1.1\r\nHost: x\r\nExpect: tea\r\n\r\n", 417),
     (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400),              # TLS to a plain port
+    (b"GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505),
+    (b"-BLARGH / HTTP/1.1\r\nHost: x\r\n\r\n", 501),                      # a token: a method
+    (b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 501),
+    (b"GET / HTTP/1.1\r\nHost: x y/z\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"3\r\nabc\r\n0\r\nHost: evil\r\n\r\n", 400),                        # Host in a trailer
 ]
 
 
@@ -205,6 +211,60 @@ BAD = [
 def test_malformed_requests_get_their_status_and_a_close(address, request_bytes, status):
     out = raw(address, request_bytes + b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n")
     assert statuses(out) == [status]                    # and nothing after: closed
+
+
+def echoed(out: bytes) -> list[dict]:
+    """The /echo answers in ``out``, in order."""
+    return [json.loads(body) for body in re.findall(rb"\r\n\r\n(\{.*?\})(?=HTTP/|$)", out)]
+
+
+def test_requests_before_connection_close_are_answered_and_nothing_after_runs(address):
+    out = raw(address, b"GET /echo?a HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET /echo?b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                       b"GET /echo?c HTTP/1.1\r\nHost: x\r\n\r\nmore bytes")
+    assert [e["query"] for e in echoed(out)] == ["a", "b"] and statuses(out) == [200, 200]
+
+
+def test_requests_before_a_bad_one_are_answered_then_the_400(address):
+    posts = b"".join(b"POST /echo?%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx" % i
+                     for i in range(10))
+    out = raw(address, posts + b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"
+                               b"GET /echo?never HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert statuses(out) == [200] * 10 + [400]
+    assert [e["query"] for e in echoed(out)] == [str(i) for i in range(10)]
+
+
+def test_trailers_stay_out_of_the_headers(address):
+    out = raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"3\r\nabc\r\n0\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n")
+    (info,) = echoed(out)
+    assert info["body"] == "abc" and ["X-Forwarded-For", "6.6.6.6"] not in info["headers"]
+
+
+def test_values_lose_trailing_whitespace_and_expect_is_understood(address):
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nX-Value: abc \t\r\nContent-Length: 2\r\n"
+                  b"Expect: 100-continue \r\n\r\n")
+        assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"ok")
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    (info,) = echoed(out)
+    assert ["X-Value", "abc"] in info["headers"] and info["body"] == "ok"
+
+
+@pytest.mark.parametrize("request_bytes, check", [
+    (b"GET /echo?a=1#frag HTTP/1.1\r\nHost: x\r\n\r\n",
+     lambda info: info["path"] == "/echo" and info["query"] == "a=1"),
+    (b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"3 ; ext = \"v\" ; b\r\nabc\r\n0\r\n\r\n", lambda info: info["body"] == "abc"),
+    (b"GET /echo HTTP/1.2\r\nHost: x\r\n\r\n", lambda info: info["version"] == "1.1"),
+])
+def test_what_rfc_9110_and_9112_allow_is_served(address, request_bytes, check):
+    (info,) = echoed(raw(address, request_bytes))
+    assert check(info)
 
 
 def test_size_limits(rt):

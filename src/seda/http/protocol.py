@@ -151,11 +151,12 @@ class ServerProtocol:
     GETs (see answers.py); with ``log`` every response also yields a ``Logged`` event."""
 
     __slots__ = (
-        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_headers",
-        "_keep", "_method", "_now", "_plain", "_reader", "_request", "_tail", "_url", "_version",
-        "answers", "client", "connection", "continue_seq", "deadline", "idle_since", "last_seq",
-        "limits", "log", "next_seq", "out", "owed", "parser", "peer", "ready", "scheme",
-        "send_seq", "server", "stats", "stopping", "streaming", "wake",
+        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
+        "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
+        "_request", "_tail", "_url", "_version", "answers", "client", "connection",
+        "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log", "next_seq", "out",
+        "owed", "parser", "peer", "ready", "scheme", "send_seq", "server", "stats", "stopping",
+        "streaming", "wake",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
@@ -182,21 +183,23 @@ class ServerProtocol:
         self.idle_since = self._now = now
         self.out: list = []
         self._tail = b""                      # the end of what was fed of an unfinished head
-        self._head_bytes = 0
-        self._start_request()
-        self._reader: BodyReader | None = None    # the body of a request dispatched early
-        self._request: HttpRequest | None = None  # that request
-
-    def _start_request(self) -> None:
+        self._head_bytes = 0                  # bytes fed of the head being read
+        self._head_limit = self.limits.max_request_line + self.limits.max_header_bytes + 4
+        self._pipelined = self.limits.max_pipelined
+        self._host = b""                      # the last Host value found valid
+        # the request being read: set as its head is parsed (on_message_begin, on_url,
+        # on_header, on_headers_complete) and its body read (_start_body)
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._body: list[bytes] = []
-        self._body_size = self._discarded = 0
-        self._framing: int | Dechunker = 0     # bytes of body still to come, or chunked
         self._expect = self._plain = False
         self._keep = True
         self._method = b"GET"
         self._version = "1.1"
+        self._framing: int | Dechunker = 0     # bytes of body still to come, or chunked
+        self._body: list[bytes] = []
+        self._body_size = self._discarded = 0
+        self._reader: BodyReader | None = None    # the body of a request dispatched early
+        self._request: HttpRequest | None = None  # that request
 
     # -- transitions --------------------------------------------------------------------------
 
@@ -216,7 +219,7 @@ class ServerProtocol:
     def reading(self) -> bool:
         """Whether the socket side should read: not once the client side is done, not while
         ``max_pipelined`` requests wait for answers, not while a body's reader is full."""
-        if self.client is DONE or self.next_seq - self.send_seq >= self.limits.max_pipelined:
+        if self.client is DONE or self.next_seq - self.send_seq >= self._pipelined:
             return False
         return self._reader is None or not self._reader.paused
 
@@ -255,47 +258,55 @@ class ServerProtocol:
             chunk, rest = (data, b"") if cut == len(data) else (data[:cut], data[cut:])
             self._tail = b""
         self._head_bytes += len(chunk)
-        limits = self.limits
-        if self._head_bytes > limits.max_request_line + limits.max_header_bytes + 4:
+        if self._head_bytes > self._head_limit:
             raise _Refuse(responses.header_fields_too_large())
-        was_idle = self.client is IDLE
-        self._feed(chunk, was_idle)
-        if self.client is BODY:                # the head is complete
-            self._start_body()
-        return rest
-
-    def _feed(self, chunk: bytes, from_start: bool) -> None:
         parser = self.parser
         if parser is None:
             parser = self.parser = httptools.HttpRequestParser(self)
             # HTTP/1.2 is served as 1.1 and 2.0 or 3.0 get 505 (RFC 9110 2.5), not a 400
             parser.set_dangerous_leniencies(lenient_version=True)
+        from_start = self.client is IDLE
         try:
             parser.feed_data(chunk)
-        except httptools.HttpParserCallbackError as exc:
+        except httptools.HttpParserUpgrade:
+            self.parser = None                 # the head was fine; an Upgrade is ignored
+        except (httptools.HttpParserError, ValueError, UnicodeDecodeError) as exc:
+            raise self._refusal(exc, chunk if from_start else b"") from None
+        if self.client is BODY:                # the head is complete
+            self._head_bytes = 0
+            if self._framing:
+                self._start_body()
+            else:
+                self._body = ()
+                self._complete()
+        return rest
+
+    @staticmethod
+    def _refusal(exc: Exception, start: bytes) -> _Refuse:
+        """What to answer a head llhttp (or a callback of ours) could not accept; ``start``:
+        the bytes fed from the start of the request, if known."""
+        if isinstance(exc, httptools.HttpParserCallbackError):
             # httptools wraps what our callbacks raise; the original is the context
             refusal = exc.__context__
             if isinstance(refusal, _Refuse):
-                raise refusal from None
+                return refusal
             log.error("http: parser callback failed", exc_info=refusal)
-            raise _Refuse(responses.server_error()) from None
-        except httptools.HttpParserUpgrade:
-            self.parser = None                 # the head was fine; an Upgrade is ignored
-        except httptools.HttpParserInvalidMethodError:
+            return _Refuse(responses.server_error())
+        if isinstance(exc, httptools.HttpParserInvalidMethodError):
             # a method that is a token but unknown to llhttp is 501; anything else, 400
-            token = chunk.lstrip(b"\r\n").split(b" ", 1)[0] if from_start else b""
-            known_shape = _TOKEN.fullmatch(token) is not None
-            raise _Refuse(responses.not_implemented() if known_shape
-                          else responses.bad_request()) from None
-        except (httptools.HttpParserError, ValueError, UnicodeDecodeError):
-            raise _Refuse(responses.bad_request()) from None
+            token = start.lstrip(b"\r\n").split(b" ", 1)[0]
+            if _TOKEN.fullmatch(token) is not None:
+                return _Refuse(responses.not_implemented())
+        return _Refuse(responses.bad_request())
 
     # -- llhttp's callbacks (heads only) --------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._client("begin")
+        self.client = _CLIENT[self.client]["begin"]    # inline _client(): the hot path
         self.deadline = self._now + self.limits.header_timeout
-        self._start_request()
+        self._url = b""
+        self._headers = []
+        self._expect = False
 
     def on_url(self, url: bytes) -> None:
         self._url += url                       # almost always in one piece
@@ -305,14 +316,16 @@ class ServerProtocol:
     def on_header(self, name: bytes, value: bytes) -> None:
         # llhttp drops the whitespace before a value; what trails it is not part of it either
         # (RFC 9110 5.5)
-        headers = self._headers
-        headers.append((name, value.rstrip(b" \t")))
-        if len(headers) > self.limits.max_headers:
-            raise _Refuse(responses.header_fields_too_large())
+        self._headers.append((name, value.rstrip(b" \t")))
 
     def on_headers_complete(self) -> None:
-        self._client("head")
+        self.client = _CLIENT[self.client]["head"]
         parser, limits = self.parser, self.limits
+        headers = self._headers
+        # the head's bytes so far, less the request line's: its fields
+        if (len(headers) > limits.max_headers
+                or self._head_bytes - len(self._url) > limits.max_header_bytes):
+            raise _Refuse(responses.header_fields_too_large())
         # httptools formats the version string on every call: ask once
         version = parser.get_http_version()
         if version != "1.1" and version != "1.0":
@@ -323,19 +336,19 @@ class ServerProtocol:
         self._method = method = parser.get_method()
         if method == b"CONNECT":               # not a proxy
             raise _Refuse(responses.not_implemented())
-        size = len(self._url)
         hosts = length = 0
         plain = True
         chunked = False
-        for k, v in self._headers:             # one pass, one lower() per header
-            size += len(k) + len(v) + 4
+        for k, v in headers:                   # one pass, one lower() per header
             role = _ROLES.get(k.lower())
             if role is None:
                 continue
             if role is _HOST:
                 hosts += 1
-                if _VALID_HOST.fullmatch(v) is None:
-                    raise _Refuse(responses.bad_request("invalid Host header"))
+                if v != self._host:            # the same client sends the same Host
+                    if _VALID_HOST.fullmatch(v) is None:
+                        raise _Refuse(responses.bad_request("invalid Host header"))
+                    self._host = v
             elif role is _LENGTH:
                 length = int(v)                # llhttp has checked that it is a number
             elif role is _CODING:
@@ -349,8 +362,6 @@ class ServerProtocol:
                 self._expect = version == "1.1"
             else:
                 plain = False
-        if size > limits.max_header_bytes:
-            raise _Refuse(responses.header_fields_too_large())
         if hosts > 1 or (version == "1.1" and not hosts):
             raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
         if length > limits.max_body:
@@ -362,14 +373,12 @@ class ServerProtocol:
     # -- bodies ----------------------------------------------------------------------------------
 
     def _start_body(self) -> None:
-        """The head is complete: end the message, or read its body (buffered, or streamed to
-        the application if large or chunked)."""
-        self._tail, self._head_bytes = b"", 0
+        """The head is complete and a body follows: read it, buffered, or streamed to the
+        application if it is large (or, later, if a chunked one grows large)."""
         framing = self._framing
-        if not framing:
-            self._complete()
-            return
         self.parser = None                     # llhttp saw the head only: a new one for the next
+        self._body = []
+        self._body_size = self._discarded = 0
         self.deadline = self._now + self.limits.body_timeout
         if self._expect:
             self.continue_seq = self.next_seq
@@ -437,24 +446,25 @@ class ServerProtocol:
             self._client("end")
             return
         framing = self._framing
-        trailers = framing.trailers if type(framing) is Dechunker else []
         request, reader = self._request, self._reader
         self.continue_seq = -1                 # the body is here: no 100 Continue needed
-        if reader is not None:               # dispatched early: its body is complete now
-            request.trailers = trailers
+        if reader is not None:                 # dispatched early: its body is complete now
+            if type(framing) is Dechunker:
+                request.trailers = framing.trailers
             reader.finish()
             self._reader = self._request = None
             seq = request.seq
         elif self._plain and self._answer_ready():
             seq = self.next_seq - 1
         else:
-            request = self._make_request(
-                self._body[0] if len(self._body) == 1 else b"".join(self._body))
-            request.trailers = trailers
+            body = self._body
+            request = self._make_request(body[0] if len(body) == 1 else b"".join(body))
+            if type(framing) is Dechunker:
+                request.trailers = framing.trailers
             seq = request.seq
             self._dispatch(request)
         if self.client is BODY:                # not closed meanwhile
-            self._client("end")
+            self.client = _CLIENT[BODY]["end"]  # inline _client(): the hot path
             if not self._keep or self.stopping:   # it said close: nothing after it runs
                 self._stop(seq)
 
@@ -482,7 +492,7 @@ class ServerProtocol:
 
     def _dispatch(self, request: HttpRequest) -> None:
         self.owed[request.seq] = self._now
-        self._server("owe")
+        self.server = _SERVER[self.server]["owe"]         # inline _server(): the hot path
         self.out.append(request)
 
     def _answer_ready(self) -> bool:
@@ -492,12 +502,20 @@ class ServerProtocol:
         if ready is None or self._now >= ready.fresh_until:
             return False
         ready.hits += 1
-        request = self._make_request(b"") if self.log else None
+        seq = self.next_seq
+        if seq == self.send_seq and self.server is IDLE and not self.log:
+            # nothing owed before it, the common case: the table's "owe" then "caught_up",
+            # and _send's work for a prepared answer, in one step
+            response = ready.response
+            self.out += response.encode(False, self._keep, self._version == "1.0")[0]
+            statuses = self.stats.statuses
+            statuses[response.status] = statuses.get(response.status, 0) + 1
+            self.next_seq = self.send_seq = seq + 1
+            self.idle_since = self._now
+            return True                        # (if it said close, _complete closes)
+        request = self._make_request(b"") if self.log else None   # (its seq is ``seq``)
         if request is None:
-            seq = self.next_seq
             self.next_seq += 1
-        else:
-            seq = request.seq
         self._server("owe")
         self._answer(seq, (ready.response, request, False, self._keep, self._version == "1.0"))
         return True
@@ -590,7 +608,7 @@ class ServerProtocol:
             if self.client is DONE:
                 self._close()
                 return False
-            self._server("caught_up")
+            self.server = _SERVER[self.server]["caught_up"]    # inline _server(): hot path
             self.idle_since = self._now
         else:
             self._server("sent")

@@ -28,7 +28,7 @@ class HttpRequest:
         self.connection, self.seq, self.keep_alive = connection, seq, keep_alive
         self.peer, self.scheme = peer, scheme
         self.stream: BodyReader | None = None
-        self.trailers: list[tuple[bytes, bytes]] = []
+        self.trailers: list[tuple[bytes, bytes]] | tuple = ()
 
     def __repr__(self) -> str:
         return f"<HttpRequest {self.method} {self.target} HTTP/{self.version}>"

@@ -76,7 +76,10 @@ class HttpConnection:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
             return
-        self._steer()
+        protocol = self.protocol               # _steer's question, asked here: the hot path
+        if (protocol is not None and protocol.reading
+                and conn.pending <= OUTPUT_LIMIT) is not self.reading:
+            self._steer()
 
     def _dispatch(self, request: HttpRequest) -> None:
         """Hand a request to the user's sink; one it refuses is answered 503 at once."""
