@@ -4,17 +4,27 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SERVE  := $(VENV)/.installed-haboob
 
 .PHONY: run test lint bench webstudy clean
 
+# Everything for tests, benchmarks and lint.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(SERVE)
 
-run: $(STAMP)
-	cd examples && ../$(VENV)/bin/haboob --root site --mount /app=demo_app:app --bind 127.0.0.1:8000
+# Only what serving needs (httptools, prometheus-client): make run on a fresh clone.
+$(SERVE): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[haboob]'
+	touch $(SERVE)
+
+# exec: Ctrl-C goes to haboob alone, which stops cleanly, and make has nothing to report.
+run: $(SERVE)
+	cd examples && exec ../$(VENV)/bin/haboob --root site --mount /app=demo_app:app \
+	  --bind 127.0.0.1:8000
 
 # The status page is checked in headless Chromium: install Debian's where apt-get can (as root),
 # never failing the build over it; the test says so and skips where it could not.

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import seda
+from seda.http import Limits
 
 from .access_log import Reopen
 from .cache import POLICIES
@@ -27,8 +28,8 @@ EXAMPLES = """examples:
   haboob --root site --mount /api=api:app --bind 0.0.0.0:8080
   haboob myapp:app --workers 4 --target-p90 100   4 processes, p90 held near 100 ms
 
-signals: TERM or INT stop accepting, finish the requests in flight and exit; HUP reopens the
-access log (after rotation).
+signals: TERM or INT stop accepting, give the requests in flight --graceful-timeout seconds to
+finish, and exit; HUP reopens the access log (after rotation).
 """
 
 
@@ -46,6 +47,72 @@ def load_app(ref: str) -> Any:
     if not callable(obj):
         raise ValueError(f"{ref} is not callable, so not a WSGI application")
     return obj
+
+
+def size(text: str) -> int:
+    """A size in bytes for the command line: ``65536``, ``64K``, ``10M``, ``1G``."""
+    number, unit = text[:-1], text[-1:].upper()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(unit)
+    if scale is None:
+        number, scale = text, 1
+    try:
+        value = int(float(number) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or 64K, 10M, 1G)") \
+            from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size must be > 0")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be > 0")
+    return value
+
+
+def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
+    """A server context, or ValueError naming the file that is wrong (OpenSSL says only
+    'PEM lib')."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except OSError as exc:
+        if not isinstance(exc, ssl.SSLError):
+            raise ValueError(f"cannot read {exc.filename or certfile}: {exc.strerror}") from None
+        with open(certfile, "rb") as f:
+            is_certificate = b"-----BEGIN CERTIFICATE-----" in f.read()
+        if not is_certificate:
+            raise ValueError(f"{certfile} is not a PEM certificate chain") from None
+        if "MISMATCH" in (exc.reason or ""):
+            raise ValueError(f"the key {keyfile} is not the key of {certfile}") from None
+        raise ValueError(f"{keyfile} is not a PEM private key for {certfile}") from None
+    return context
+
+
+def hostport(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (as in a URL)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# seda.http.Limits fields the command line sets: (field, type, help)
+LIMIT_FLAGS = (
+    ("max_body", size, "largest request body (default 1G)"),
+    ("max_request_line", size, "longest request target (default 8K)"),
+    ("max_header_bytes", size, "largest header section (default 64K)"),
+    ("max_headers", int, "most header fields (default 100)"),
+    ("header_timeout", seconds, "seconds from a request's first byte to its last header "
+     "(default 10)"),
+    ("body_timeout", seconds, "seconds a request body may stall (default 60)"),
+    ("keepalive_timeout", seconds, "seconds an idle connection stays open (default 15)"),
+    ("response_timeout", seconds, "seconds before a request the application never answers "
+     "gets 500 (default 60)"),
+    ("max_connections", int, "open connections; more get 503 (default 16384)"),
+)
 
 
 def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
@@ -77,6 +144,21 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
     parser.add_argument("--class-header", metavar="NAME",
                         help="with --target-p90: request class 0-9 (9 served first under load) "
                         "from header NAME, or from a cookie with cookie:NAME")
+    parser.add_argument("--graceful-timeout", type=seconds, default=30.0, metavar="SECONDS",
+                        help="on TERM or INT, how long requests in flight may take to finish "
+                        "before they are cut (default %(default)s)")
+    parser.add_argument("--underscore-headers", action="store_true",
+                        help="pass header names with '_' to applications (dropped by default: "
+                        "X_Forwarded_For would reach them as X-Forwarded-For)")
+    defaults = Limits()
+    limits = parser.add_argument_group(
+        "limits", "what a client may send and how long it may take; past a limit the request "
+        "gets its status (413, 414, 431, 408) and the connection closes. SIZE takes K, M, G.")
+    for name, kind, help_text in LIMIT_FLAGS:
+        limits.add_argument("--" + name.replace("_", "-"), type=kind,
+                            default=getattr(defaults, name),
+                            metavar={size: "SIZE", seconds: "SECONDS", int: "N"}[kind],
+                            help=help_text)
     status = parser.add_mutually_exclusive_group()
     status.add_argument("--no-status", action="store_true",
                         help="do not serve /_seda/ (the status page and Prometheus metrics)")
@@ -104,15 +186,23 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
         parser.error("--target-p90 takes milliseconds > 0")
     if args.class_header is not None and args.target_p90 is None:
         parser.error("--class-header needs --target-p90 (classes matter under admission control)")
+    try:
+        limits = Limits(**{name: getattr(args, name) for name, _, _ in LIMIT_FLAGS})
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.access_log not in (None, "-"):
+        try:
+            open(args.access_log, "a").close()       # say so now, not in a traceback later
+        except OSError as exc:
+            parser.error(f"cannot write the access log {args.access_log}: {exc.strerror}")
     context = None
     if (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
     if args.certfile is not None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         try:
-            context.load_cert_chain(args.certfile, args.keyfile)
-        except (OSError, ssl.SSLError) as exc:
-            parser.error(f"cannot load the certificate: {exc}")
+            context = tls_context(args.certfile, args.keyfile)
+        except ValueError as exc:
+            parser.error(f"cannot serve HTTPS: {exc}")
     apps = []
     try:
         if args.app is not None:
@@ -130,7 +220,9 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
                    ssl_context=context, reuse_port=args.ready_fd is not None,
                    target_p90=None if args.target_p90 is None else args.target_p90 / 1000,
                    class_header=args.class_header, status=not args.no_status,
-                   status_bind=status_bind, status_dir=args.status_dir), args.workers, args.ready_fd
+                   status_bind=status_bind, status_dir=args.status_dir, limits=limits,
+                   graceful_timeout=args.graceful_timeout,
+                   underscore_headers=args.underscore_headers), args.workers, args.ready_fd
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +249,7 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
         listener = build(rt, options)       # the whole stage graph first, then start
     except OSError as exc:
         rt.stop()
-        say(f"cannot listen on {options.host}:{options.port}: {exc.strerror}")
+        say(f"cannot listen on {hostport(options.host, options.port)}: {exc.strerror}")
         return 1
     rt.start()
     try:
@@ -181,7 +273,7 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
         if not worker:
             say("stopping (draining requests in flight)")
     finally:
-        rt.stop()
+        rt.stop(timeout=options.graceful_timeout)
     return 0
 
 
@@ -190,21 +282,22 @@ def supervise(argv: list[str], options: Options, workers: int) -> int:
     try:
         held = reserve(options.host, options.port)
     except OSError as exc:
-        say(f"cannot listen on {options.host}:{options.port}: {exc.strerror}")
+        say(f"cannot listen on {hostport(options.host, options.port)}: {exc.strerror}")
         return 1
     port = held.getsockname()[1]
-    args, status = [*argv, "--bind", f"{options.host}:{port}"], None
+    args, status = [*argv, "--bind", hostport(options.host, port)], None
     if options.status_bind is not None:        # hold the status page's port too
         try:
             held_status = reserve(*options.status_bind)
         except OSError as exc:
             held.close()
-            say(f"cannot listen on {options.status_bind[0]}:{options.status_bind[1]}: "
-                f"{exc.strerror}")
+            say(f"cannot listen on {hostport(*options.status_bind)}: {exc.strerror}")
             return 1
         status = (options.status_bind[0], held_status.getsockname()[1])
-        args += ["--status-bind", f"{status[0]}:{status[1]}"]
-    supervisor = Supervisor(args, workers, share_status=options.status)
+        args += ["--status-bind", hostport(*status)]
+    # the workers drain for --graceful-timeout; give them a little more before killing them
+    supervisor = Supervisor(args, workers, share_status=options.status,
+                            grace=options.graceful_timeout + 5)
     try:
         if not supervisor.start():
             return 1
@@ -221,9 +314,9 @@ def banner(options: Options, host: str, port: int,
            status: tuple[str, int] | None = None) -> None:
     """Where to connect; ``status``: the status page's own address, if it has one."""
     scheme = "https" if options.ssl_context is not None else "http"
-    print(f"haboob serving on {scheme}://{host}:{port}/", flush=True)
+    print(f"haboob serving on {scheme}://{hostport(host, port)}/", flush=True)
     if status is not None:
-        print(f"stages and metrics: http://{status[0]}:{status[1]}/_seda/", flush=True)
+        print(f"stages and metrics: http://{hostport(*status)}/_seda/", flush=True)
     elif options.status:
-        print(f"stages and metrics: {scheme}://{host}:{port}/_seda/", flush=True)
+        print(f"stages and metrics: {scheme}://{hostport(host, port)}/_seda/", flush=True)
 

@@ -20,6 +20,7 @@ import seda
 from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import (
     FileBody,
+    Limits,
     Prepared,
     ReadyAnswer,
     Response,
@@ -60,6 +61,9 @@ class Options:
     status: bool = True                 # serve /_seda/: the status page and metrics
     status_bind: tuple[str, int] | None = None   # serve /_seda/ here, not on the main port
     status_dir: str | None = None       # workers share their status here (set by the supervisor)
+    limits: Limits = field(default_factory=Limits)   # what clients may send (seda.http)
+    graceful_timeout: float = 30.0      # seconds requests in flight get to finish on stopping
+    underscore_headers: bool = False    # pass header names with "_" to applications
 
 
 CLASSES = range(10)     # request classes 0 (default, lowest) to 9 (highest priority)
@@ -403,7 +407,7 @@ def build(rt: seda.Runtime, options: Options) -> Any:
         sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix,
                      threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                      predicate=admission(options), server_name=options.host,
-                     server_port=options.port)
+                     server_port=options.port, underscore_headers=options.underscore_headers)
         routes.append((prefix, sink))
         if prefix == "/":
             fallback = sink
@@ -427,4 +431,5 @@ def build(rt: seda.Runtime, options: Options) -> Any:
     if options.access_log is not None:
         log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
     return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), log=log,
-                 answers=answers, ssl_context=options.ssl_context, reuse_port=options.reuse_port)
+                 answers=answers, limits=options.limits, ssl_context=options.ssl_context,
+                 reuse_port=options.reuse_port)

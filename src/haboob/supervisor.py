@@ -27,7 +27,7 @@ import time
 
 from .status.share import SERVER, worker_file, write_json
 
-STOP_GRACE = 30.0        # seconds a worker has to drain before it is killed
+STOP_GRACE = 35.0        # seconds a worker has to drain before it is killed (by default)
 READY_TIMEOUT = 60.0     # seconds a worker has to start listening
 _RESTART_BACKOFF = (0.1, 10.0)     # first and longest wait before restarting a crashing worker
 _QUICK_DEATH = 5.0       # a worker dying this soon after starting is crashing, not unlucky
@@ -83,8 +83,9 @@ class Supervisor:
     """Keeps ``count`` workers running ``argv``; with ``share_status``, their status pages
     show the whole server (a directory for their snapshots)."""
 
-    def __init__(self, argv: list[str], count: int, share_status: bool = False) -> None:
-        self.argv, self.count = argv, count
+    def __init__(self, argv: list[str], count: int, share_status: bool = False,
+                 grace: float = STOP_GRACE) -> None:
+        self.argv, self.count, self.grace = argv, count, grace
         self.workers: dict[int, Worker] = {}
         self.restarts: list[float] = []         # when to start a replacement for a dead worker
         self.backoff = _RESTART_BACKOFF[0]
@@ -187,14 +188,14 @@ class Supervisor:
     def stop(self) -> None:
         """SIGTERM every worker (each stops accepting and drains), then wait; kill stragglers."""
         self._send_all(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE
+        deadline = time.monotonic() + self.grace
         for worker in self.workers.values():
             if worker.ready is not None:
                 os.close(worker.ready)
             try:
                 worker.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                say(f"worker {worker.pid} did not stop in {STOP_GRACE:.0f} s; killing it")
+                say(f"worker {worker.pid} did not stop in {self.grace:.0f} s; killing it")
                 worker.proc.kill()
                 worker.proc.wait()
         self.workers.clear()

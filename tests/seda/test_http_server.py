@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -172,6 +173,23 @@ def test_closed_connections_are_freed_without_the_collector(rt):
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_response_cut_off_by_the_client_is_counted_as_dropped(rt):
+    class Big(seda.EventHandler):
+        def handle_event(self, req):
+            req.respond(Response(200, b"x" * (30 * 2**20)))
+
+    rt.add_stage("app", Big(), blocking=False)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as c:
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert c.recv(65536).startswith(b"HTTP/1.1 200")
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # reset
+    deadline = time.monotonic() + WAIT
+    while rt.stats()["http"]["handler"]["dropped"] != 1:
+        assert time.monotonic() < deadline, rt.stats()["http"]["handler"]
 
 
 def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):

@@ -50,7 +50,10 @@ class HttpConnection:
         """Send ``response`` to ``request``, in request order. Any thread."""
         server = self.server
         if threading.get_ident() != server.loop_ident:
-            server.respond_put((request, response))
+            try:
+                server.respond_put((request, response))
+            except SinkError:                  # the server has stopped: nobody to send it to
+                self._release(response)
         elif self.protocol is not None:
             self._run(self.protocol.respond(request, response, time.monotonic()))
 
@@ -138,6 +141,8 @@ class HttpConnection:
         for its WriteDone, a producer blocked on a stream), and let go of the protocol."""
         protocol, self.protocol = self.protocol, None
         if protocol is not None:
+            if self.conn.unsent and protocol.send_seq == protocol.next_seq:
+                self.server.counts.dropped += 1    # the last answer was on its way, not out
             for response in protocol.connection_lost():
                 self._release(response)
 

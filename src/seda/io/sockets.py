@@ -56,7 +56,7 @@ class Connection:
     __slots__ = (
         "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
         "closing", "connected", "data", "fd", "half_close", "lingering", "max_pending", "out",
-        "overflow", "owner", "peer", "pending", "scheduled", "sock", "tls",
+        "overflow", "owner", "peer", "pending", "scheduled", "sock", "tls", "unsent",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
@@ -77,6 +77,7 @@ class Connection:
         self.half_close = False            # on EOF: tell the owner, keep writing (see listen)
         self.lingering = False             # sent everything, draining input before closing
         self.data: Any = None              # for the owner: per-connection state of its own
+        self.unsent = False                # closed with data still to send (the peer left)
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
         self._writing = False              # watching for writability
         self._reader: Any = None           # the selector callback that queues us for reading
@@ -381,6 +382,7 @@ class Connection:
         self._reader = None                    # it holds us: freed now, not by the collector
         with contextlib.suppress(OSError):
             self.sock.close()
+        self.unsent = self._buffer is not None or any(item is not _CLOSE for item in self.out)
         # what will never be sent is done with all the same: its owners may release it
         abandoned = [(i.done, i.tag) for i in self.out
                      if isinstance(i, (Send, FileSegment)) and i.done is not None]

@@ -1,0 +1,140 @@
+"""The haboob command's settings and its errors: limits, the graceful stop, TLS files, the
+access log, IPv6; each error a line that says what is wrong, never a traceback."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from haboob.cli import parse
+from seda.http import Limits
+
+import certs
+
+WAIT = 10.0
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_bytes(b"home")
+    return root
+
+
+def haboob(*args: str, cwd=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "haboob", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+
+
+def served_port(proc: subprocess.Popen) -> int:
+    line = proc.stdout.readline()
+    assert line.startswith("haboob serving on "), proc.stderr.read()
+    assert proc.stdout.readline().startswith("stages and metrics: ")
+    return int(line.rsplit(":", 1)[1].strip(" /\n"))
+
+
+def test_limits_and_timeouts_are_settings(site):
+    options, _, _ = parse(["--root", str(site), "--max-body", "15M", "--max-request-line", "4K",
+                           "--max-header-bytes", "32768", "--max-headers", "50",
+                           "--keepalive-timeout", "2.5", "--response-timeout", "120",
+                           "--graceful-timeout", "90", "--underscore-headers"])
+    assert options.limits == Limits(max_body=15 * 2**20, max_request_line=4096,
+                                    max_header_bytes=32768, max_headers=50,
+                                    keepalive_timeout=2.5, response_timeout=120)
+    assert options.graceful_timeout == 90 and options.underscore_headers
+    defaults, _, _ = parse(["--root", str(site)])
+    assert defaults.limits == Limits() and defaults.limits.max_body == 2**30
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-body", "lots"], "is not a size"), (["--max-body", "0"], "must be > 0"),
+    (["--keepalive-timeout", "-1"], "seconds must be > 0"),
+    (["--graceful-timeout", "soon"], "is not a number of seconds"),
+    (["--access-log", "/no/such/dir/access.log"], "cannot write the access log"),
+])
+def test_bad_settings_say_what_is_wrong(site, args, message):
+    done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site), *args],
+                          capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_tls_files_are_named(site, tmp_path):
+    _, cert, key = certs.make(tmp_path)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    _, _, other_key = certs.make(other)
+    for certfile, keyfile, message in (
+            (garbage, key, f"{garbage} is not a PEM certificate chain"),
+            (cert, garbage, f"{garbage} is not a PEM private key"),
+            (cert, other_key, f"the key {other_key} is not the key of {cert}"),
+            (tmp_path / "missing.pem", key, "cannot read")):
+        done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site),
+                               "--certfile", str(certfile), "--keyfile", str(keyfile)],
+                              capture_output=True, text=True, timeout=WAIT)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and "PEM lib" not in done.stderr
+
+
+def test_an_ipv6_address_is_shown_in_brackets(site):
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    proc = haboob("--root", str(site), "--bind", "[::1]:0")
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("haboob serving on http://[::1]:"), line
+    finally:
+        proc.terminate()
+        assert proc.wait(WAIT) == 0
+
+
+SLOW_APP = textwrap.dedent("""
+    import time
+
+    def app(environ, start_response):
+        print("started", flush=True)            # the test sends TERM once it reads this
+        time.sleep(float(environ["QUERY_STRING"]))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"finished"]
+""")
+
+
+@pytest.mark.parametrize("grace, finished", [("10", True), ("0.5", False)])
+def test_term_lets_requests_in_flight_finish_within_the_graceful_timeout(tmp_path, grace,
+                                                                          finished):
+    (tmp_path / "slowapp.py").write_text(SLOW_APP)
+    proc = haboob("slowapp:app", "--bind", "127.0.0.1:0", "--graceful-timeout", grace,
+                  cwd=tmp_path)
+    try:
+        port = served_port(proc)
+        answer: list = []
+
+        def request() -> None:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
+            try:
+                c.request("GET", "/?2")
+                answer.append(c.getresponse().read())
+            except (OSError, http.client.HTTPException) as exc:
+                answer.append(exc)
+
+        client = threading.Thread(target=request)
+        client.start()
+        assert proc.stdout.readline() == "started\n"
+        proc.terminate()
+        client.join(WAIT)
+        assert (answer == [b"finished"]) is finished, answer
+        assert proc.wait(WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
