@@ -76,7 +76,7 @@ class ProcessPool(ThreadPool):
 
     def start(self) -> None:
         """Start every process and wait until each has run the handler's ``init``."""
-        workers = [self._launch() for _ in range(self.size)]
+        workers = [self._launch() for _ in range(self.min_size)]
         failures = [f for f in map(self._await_ready, workers) if f]
         if failures:
             for w in workers:

@@ -6,6 +6,11 @@ parked worker per event it adds: no thundering herd, and no lock allocated per w
 ``busy`` exact for ``Runtime.stop``. A FIFO producer takes no lock at all unless it has a worker
 to wake: ``deque.append`` is atomic under the GIL, and a worker registers as parked *before* it
 looks at the queue one last time, so either it sees the new event or the producer sees it parked.
+
+A pool that may grow (``ThreadPoolController``) sets ``room``, the threads it could still start, and
+``grow``: a producer that finds no worker to wake asks for a thread at once, so an event never
+waits behind busy workers while the pool is below its cap. ``cap`` bounds the workers holding a
+batch at once; a worker above it parks instead of taking the next batch.
 """
 
 from __future__ import annotations
@@ -34,36 +39,55 @@ class Worker:
 class FifoQueue:
     """Events in arrival order, handed out in batches to any of the stage's threads."""
 
-    def __init__(self, stage: Any) -> None:
+    def __init__(self, stage: Any, cap: int, grow: Callable[[int], None]) -> None:
         self.stage = stage           # its ``processed`` counter is kept under our lock
         self.lock = threading.Lock()
         self.items: deque = deque()
         self.parked: list[Worker] = []
         self.busy = 0                # workers holding a batch
+        self.cap = cap               # most workers holding a batch at once
+        self.room = 0                # threads the pool could still start (set by the pool)
+        self.grow = grow             # asks the pool for up to that many threads
         self.batches = 0             # batches handed out so far; Runtime.stop watches it move
         self.closing = False
-        self.retire = 0              # workers asked to exit (the pool is shrinking)
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def _wake(self, count: int) -> None:
+    def _wake(self, count: int) -> int:
+        """Wake up to ``count`` parked workers while the cap allows; returns how many of the
+        ``count`` got none (under the lock)."""
         parked = self.parked
-        while count and parked:
+        free = self.cap - self.busy
+        while count and parked and free > 0:
             parked.pop().park.release()
             count -= 1
+            free -= 1
+        return count
 
     def put(self, ev: Any) -> None:
         self.items.append(ev)
-        if self.parked:
+        if self.parked and self.busy < self.cap:
             with self.lock:
-                self._wake(1)
+                if not self._wake(1):
+                    return
+        if self.room:
+            self.grow(1)
 
     def put_many(self, events: list) -> None:
         self.items.extend(events)
-        if self.parked:
+        left = len(events)
+        if self.parked and self.busy < self.cap:
             with self.lock:
-                self._wake(len(events))
+                left = self._wake(left)
+        if left and self.room:
+            self.grow(left)
+
+    def limit(self, cap: int) -> int:
+        """Set the cap; wake workers it held back. Returns how many ready batches got none."""
+        with self.lock:
+            self.cap = cap
+            return self._wake(self._ready())
 
     def idle(self) -> bool:
         with self.lock:
@@ -73,7 +97,9 @@ class FifoQueue:
         """Workers finish what is queued, then ``take`` returns None to each of them."""
         with self.lock:
             self.closing = True
-            self._wake(len(self.parked))
+            for worker in self.parked:       # every one, the cap notwithstanding: they exit
+                worker.park.release()
+            self.parked.clear()
 
     def discard(self) -> int:
         """Drop every queued event (shutdown past its deadline); returns how many."""
@@ -81,11 +107,6 @@ class FifoQueue:
             dropped = len(self.items)
             self.items.clear()
             return dropped
-
-    def shrink(self, count: int) -> None:
-        with self.lock:
-            self.retire += count
-            self._wake(count)
 
     def take(self, worker: Worker, limit: int, idle_timeout: float | None = None) -> list | None:
         """Settle the worker's previous batch and block until the next; None means exit, IDLE
@@ -95,17 +116,13 @@ class FifoQueue:
         if worker.held:
             self._finish(worker)
         while True:
-            if self.retire:
-                self.retire -= 1
-                lock.release()
-                return None
-            if self._has_work():
+            if self._has_work() and self.busy < self.cap:
                 break
             if self.closing:
                 lock.release()
                 return None
             self.parked.append(worker)
-            if self._has_work():             # the last look, now that producers can see us
+            if self._has_work() and self.busy < self.cap:   # the last look, now producers see us
                 self.parked.remove(worker)
                 break
             lock.release()
@@ -129,6 +146,10 @@ class FifoQueue:
     def _has_work(self) -> bool:
         return bool(self.items)
 
+    def _ready(self) -> int:
+        """Batches that could start now if there were workers for them (at most)."""
+        return len(self.items)
+
     def _finish(self, worker: Worker) -> None:
         self.stage.processed += worker.held
         worker.held = 0
@@ -146,8 +167,9 @@ class KeyedQueue(FifoQueue):
     """Events with equal ``key(ev)`` are handled one batch at a time and in arrival order; events
     with different keys run in parallel (thesis 8.1.2, libasync-smp's colours)."""
 
-    def __init__(self, stage: Any, key: Callable[[Any], Any]) -> None:
-        super().__init__(stage)
+    def __init__(self, stage: Any, cap: int, grow: Callable[[int], None],
+                 key: Callable[[Any], Any]) -> None:
+        super().__init__(stage, cap, grow)
         self.key = key
         self.pending: dict[Any, deque] = {}   # key -> its events; present while queued or held
         self.ready: deque = deque()           # keys with events that no worker holds
@@ -170,13 +192,17 @@ class KeyedQueue(FifoQueue):
     def put(self, ev: Any) -> None:
         k = self.key(ev)                      # user code: run it outside the lock
         with self.lock:
-            if self._add(k, ev) and self.parked:
-                self.parked.pop().park.release()
+            if not self._add(k, ev) or not self._wake(1):
+                return
+        if self.room:
+            self.grow(1)
 
     def put_many(self, events: list) -> None:
         keyed = [(self.key(ev), ev) for ev in events]
         with self.lock:
-            self._wake(sum(self._add(k, ev) for k, ev in keyed))
+            left = self._wake(sum(self._add(k, ev) for k, ev in keyed))
+        if left and self.room:
+            self.grow(left)
 
     def idle(self) -> bool:
         with self.lock:
@@ -197,6 +223,9 @@ class KeyedQueue(FifoQueue):
 
     def _has_work(self) -> bool:
         return bool(self.ready)
+
+    def _ready(self) -> int:
+        return len(self.ready)
 
     def _finish(self, worker: Worker) -> None:
         super()._finish(worker)

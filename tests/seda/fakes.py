@@ -7,15 +7,20 @@ class FakePool:
     kind = "threads"
 
     def __init__(self, size: int = 1) -> None:
-        self.size = size
+        self.size = size             # threads it has
+        self.cap = size
         self.min_size = size
         self.idle_timeout = None
+        self.cpu = 0.0               # CPU seconds its threads have used
 
-    def resize(self, n: int) -> None:
-        self.size = max(1, n)
+    def limit(self, cap: int) -> None:
+        self.cap = cap
 
     def thread_count(self) -> int:
         return self.size
+
+    def cpu_time(self) -> float:
+        return self.cpu
 
 
 class FakeSink:

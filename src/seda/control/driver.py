@@ -6,6 +6,7 @@ import functools
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ..scheduler import Scheduler
@@ -61,6 +62,11 @@ class ControlThread:
         self._active.add(id(controller))
         due = time.monotonic() + controller.period
         self._scheduler.call_at(due, functools.partial(self._tick, controller, due))
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` on the control thread as soon as it is free: work that may wait (starting
+        a thread), asked for by a thread that must not (the event loop)."""
+        self._scheduler.call_at(time.monotonic(), fn)
 
     def remove(self, controller: Controller) -> None:
         self._active.discard(id(controller))        # not ticked again
