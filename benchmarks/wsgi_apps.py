@@ -14,3 +14,9 @@ def burn(environ, start_response):
         pass
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
     return [b"ok"]
+
+
+def hello(environ, start_response):
+    """The WSGI hello world: what a server costs per request, with no application work."""
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "13")])
+    return [b"Hello, world!"]

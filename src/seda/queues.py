@@ -27,13 +27,15 @@ IDLE: list = []
 class Worker:
     """What a queue knows about one thread draining it."""
 
-    __slots__ = ("held", "key", "park")
+    __slots__ = ("busy", "held", "key", "park", "started")
 
     def __init__(self) -> None:
         self.park = threading.Lock()
         self.park.acquire()          # held while the worker sleeps; a producer releases it
         self.held = 0                # events of the batch the worker is handling
         self.key: Any = None         # keyed queues: the key that batch belongs to
+        self.started = 0.0           # when the batch in hand began (perf_counter), or 0
+        self.busy = 0.0              # seconds spent in finished batches
 
 
 class FifoQueue:

@@ -7,6 +7,7 @@ the event-loop thread instead (``loop.py``); CPU-bound ones can run in processes
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +20,17 @@ from .sink import Cursor, thread_cursor
 class ThreadPool:
     """``threads`` worker threads draining one stage's queue in batches.
 
-    A fixed pool keeps its ``threads``. Under a ThreadPoolController (``limit``) it starts a
-    thread whenever an event finds none free, up to its cap, and a thread idle for
-    ``idle_timeout`` seconds exits while more than ``min_size`` remain.
+    A fixed pool keeps its ``threads``. Under a ThreadPoolController (``limit``) it starts
+    threads when events wait and no thread has taken one for ``STALL`` seconds: its threads are
+    held up (a sleep, a socket, a database), not merely busy, so the waiting events get threads
+    of their own, up to the cap. Threads busy with short batches keep taking events, and the
+    pool stays small. The controller turns this off (``grow_on_stall``) for handlers it sees
+    compute: their threads stall only waiting for the GIL, where more threads add contention,
+    not capacity. A thread idle for ``idle_timeout`` seconds exits while more than
+    ``min_size`` remain.
     """
+
+    STALL = 0.005
 
     kind = "threads"
 
@@ -30,8 +38,8 @@ class ThreadPool:
         if threads < 1:
             raise ValueError(f"stage {stage.name!r}: threads must be at least 1, got {threads}")
         self.stage = stage
-        self.queue = (KeyedQueue(stage, threads, self._grow, key) if key is not None
-                      else FifoQueue(stage, threads, self._grow))
+        self.queue = (KeyedQueue(stage, threads, self._short, key) if key is not None
+                      else FifoQueue(stage, threads, self._short))
         self.min_size = threads
         self.idle_timeout: float | None = None
         self.live: set[threading.Thread] = set()
@@ -40,6 +48,10 @@ class ThreadPool:
         self._spawned = 0
         self._clocks: dict[threading.Thread, int] = {}    # each live thread's CPU clock
         self._cpu_gone = 0.0                   # CPU seconds of threads that have exited
+        self._workers: set[Worker] = set()     # of live threads: their time in batches
+        self._busy_gone = 0.0                  # seconds in batches of threads that exited
+        self._watching = False                 # a stall check is due
+        self.grow_on_stall = True              # set by the controller: do the handlers wait?
         self.started = False
         self.deadline: float | None = None     # set by stop(): when threads must be gone
         stage.sink._connect(self.queue.put, self.queue.put_many, self.queue.__len__)
@@ -73,7 +85,7 @@ class ThreadPool:
             self.queue.cap = cap
             self._set_room()
         if left := self.queue.limit(cap):
-            self._grow(left)
+            self._short(left)                  # threads if they turn out to be held up
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued, then let every thread exit. False if some did not by deadline."""
@@ -104,10 +116,18 @@ class ThreadPool:
         return self.queue.batches
 
     def cpu_time(self) -> float:
-        """CPU seconds the pool's threads have used, batches in progress included: against the
-        wall clock, this tells handlers that compute from handlers that wait."""
+        """CPU seconds the pool's threads have used, batches in progress included: against
+        ``busy_time``, this tells handlers that compute from handlers that wait."""
         with self._lock:                       # a thread leaves _clocks before it ends
             return self._cpu_gone + sum(map(time.clock_gettime, self._clocks.values()))
+
+    def busy_time(self) -> float:
+        """Seconds the pool's threads have spent running batches, those in progress included
+        (a request blocked for ten seconds counts from its start, not from its end)."""
+        now = time.perf_counter()
+        with self._lock:
+            return self._busy_gone + sum(w.busy + (now - w.started if w.started else 0.0)
+                                         for w in self._workers)
 
     # -- the threads ---------------------------------------------------------------------------
 
@@ -115,10 +135,34 @@ class ThreadPool:
         """Threads a producer may still ask for (under ``_lock``); none before start."""
         self.queue.room = max(0, self.queue.cap - self._count) if self.started else 0
 
+    def _short(self, count: int) -> None:
+        """A producer found no thread free (any thread; no lock): see in ``STALL`` seconds
+        whether the threads are taking events at all (on the control thread: the producer may
+        be the event loop, which must not wait)."""
+        if not self._watching:
+            self._watching = True
+            self._look_again()
+
+    def _look_again(self) -> None:
+        self.stage.runtime.control.call_soon(
+            functools.partial(self._watch, self.queue.batches, self.cpu_time()), self.STALL)
+
+    def _watch(self, batches: int, cpu: float) -> None:
+        """Events wait: if no thread took any since the last look and the threads hardly used
+        the CPU meanwhile, they are held up (not computing): start threads for the waiting
+        batches. Look again while events wait."""
+        queue = self.queue
+        if not len(queue) or queue.closing:
+            self._watching = False
+            return
+        if (queue.batches == batches and self.grow_on_stall
+                and self.cpu_time() - cpu < 0.2 * self.STALL):
+            self._grow(queue._ready())
+        self._look_again()
+
     def _grow(self, count: int) -> None:
-        """A producer found no thread free for ``count`` batches: start up to that many. On the
-        control thread, since ``Thread.start`` waits for the thread to run and the producer may
-        be the event-loop thread."""
+        """Start up to ``count`` threads, within the cap. On the control thread, since
+        ``Thread.start`` waits for the thread to run and the caller may be the event loop."""
         with self._lock:
             count = min(count, self.queue.cap - self._count)
             if count <= 0 or not self.started:
@@ -151,19 +195,26 @@ class ThreadPool:
         with self._lock:
             self._clocks[me] = time.pthread_getcpuclockid(threading.get_ident())
         worker = self.new_worker()
+        with self._lock:
+            self._workers.add(worker)
         thread_cursor.set(Cursor(self.stage))
-        take, run, stage = self.queue.take, self.run_batch, self.stage
+        take, run, stage, clock = self.queue.take, self.run_batch, self.stage, time.perf_counter
         try:
             while (batch := take(worker, stage.batch, self.idle_timeout)) is not None:
                 if batch is IDLE:
                     if self._retire():
                         break
                     continue
+                worker.started = start = clock()
                 run(worker, batch)
+                worker.busy += clock() - start
+                worker.started = 0.0
         finally:
             self.end_worker(worker)
             with self._lock:
                 self._cpu_gone += time.thread_time()
+                self._busy_gone += worker.busy
+                self._workers.discard(worker)
                 del self._clocks[me]
                 self.live.discard(me)
 

@@ -12,6 +12,8 @@ class FakePool:
         self.min_size = size
         self.idle_timeout = None
         self.cpu = 0.0               # CPU seconds its threads have used
+        self.busy = 0.0              # seconds its threads spent in batches
+        self.grow_on_stall = True
 
     def limit(self, cap: int) -> None:
         self.cap = cap
@@ -21,6 +23,9 @@ class FakePool:
 
     def cpu_time(self) -> float:
         return self.cpu
+
+    def busy_time(self) -> float:
+        return self.busy
 
 
 class FakeSink:

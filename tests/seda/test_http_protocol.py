@@ -407,3 +407,29 @@ def test_a_lost_connection_gives_back_what_was_never_sent():
     later = Response(200, b"b")
     c.answer(b, later)
     assert c.p.connection_lost() == [later] and c.p.stats.dropped == 2
+
+
+def test_chunked_on_http_1_0_closes_after_the_request():
+    """RFC 9112 6.1: the framing of an HTTP/1.0 message with Transfer-Encoding is suspect."""
+    c = Conn()
+    reqs = c.send(b"POST / HTTP/1.0\r\nConnection: keep-alive\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                  b"GET /smuggled HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    assert [r.body for r in reqs] == [b"hello"] and c.p.client is DONE
+    c.answer(reqs[0])
+    assert c.statuses() == [200] and c.events[-1] is CLOSE
+
+
+@pytest.mark.parametrize("coding, status", [(b"identity", 400), (b"chunked, gzip", 400),
+                                            (b"gzip, chunked", 501)])
+def test_transfer_codings_other_than_chunked(coding, status):
+    c = Conn()
+    c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + b"\r\n\r\n")
+    assert c.statuses() == [status] and c.closed
+
+
+def test_an_absolute_target_names_the_host():
+    """RFC 9112 3.2.2: the target's authority wins over the Host field."""
+    c = Conn()
+    (req,) = c.send(b"GET http://a.example:8080/abs HTTP/1.1\r\nHost: b.example\r\n\r\n")
+    assert req.header("host") == "a.example:8080" and req.path == "/abs"

@@ -63,10 +63,11 @@ class ControlThread:
         due = time.monotonic() + controller.period
         self._scheduler.call_at(due, functools.partial(self._tick, controller, due))
 
-    def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn()`` on the control thread as soon as it is free: work that may wait (starting
-        a thread), asked for by a thread that must not (the event loop)."""
-        self._scheduler.call_at(time.monotonic(), fn)
+    def call_soon(self, fn: Callable[[], None], delay: float = 0.0) -> None:
+        """Run ``fn()`` on the control thread ``delay`` seconds from now (as soon as it is free):
+        work that may wait (starting a thread), asked for by a thread that must not (the event
+        loop)."""
+        self._scheduler.call_at(time.monotonic() + delay, fn)
 
     def remove(self, controller: Controller) -> None:
         self._active.discard(id(controller))        # not ticked again

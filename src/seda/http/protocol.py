@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -125,7 +126,7 @@ class ServerStats:
     __slots__ = ("aborted", "dropped", "refused", "shed", "statuses", "timeouts")
 
     def __init__(self) -> None:
-        self.statuses: dict[int, int] = {}     # responses sent, by status
+        self.statuses: defaultdict[int, int] = defaultdict(int)   # responses sent, by status
         self.shed = 0                          # requests the application's stage refused (503)
         self.timeouts = 0                      # 408s and 500s for answers that never came
         self.refused = 0                       # connections over max_connections
@@ -219,9 +220,8 @@ class ServerProtocol:
     def reading(self) -> bool:
         """Whether the socket side should read: not once the client side is done, not while
         ``max_pipelined`` requests wait for answers, not while a body's reader is full."""
-        if self.client is DONE or self.next_seq - self.send_seq >= self._pipelined:
-            return False
-        return self._reader is None or not self._reader.paused
+        return (self.client is not DONE and self.next_seq - self.send_seq < self._pipelined
+                and (self._reader is None or not self._reader.paused))
 
     # -- bytes in -----------------------------------------------------------------------------
 
@@ -352,8 +352,10 @@ class ServerProtocol:
             elif role is _LENGTH:
                 length = int(v)                # llhttp has checked that it is a number
             elif role is _CODING:
-                # llhttp has checked that chunked comes last; any other coding we cannot undo
-                if v.lower() != b"chunked":
+                codings = [c.strip() for c in v.lower().split(b",")]
+                if codings[-1] != b"chunked":      # no way to tell where it ends (9112 6.3)
+                    raise _Refuse(responses.bad_request("chunked must be the last coding"))
+                if len(codings) > 1:               # gzip, chunked: a coding we cannot undo
                     raise _Refuse(responses.not_implemented())
                 chunked = True
             elif role is _EXPECT:
@@ -367,7 +369,9 @@ class ServerProtocol:
         if length > limits.max_body:
             raise _Refuse(responses.payload_too_large())
         self._plain = plain and self.answers is not None and method == b"GET"
-        self._keep = parser.should_keep_alive() and not self.stopping
+        # HTTP/1.0 with Transfer-Encoding: the framing is suspect; close after it (9112 6.1)
+        self._keep = (parser.should_keep_alive() and not self.stopping
+                      and not (chunked and version == "1.0"))
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
 
     # -- bodies ----------------------------------------------------------------------------------
@@ -471,7 +475,9 @@ class ServerProtocol:
     def _make_request(self, body: bytes) -> HttpRequest:
         """The request read so far, with the next sequence number."""
         url = self._url
-        if b"#" in url:                        # a fragment is the client's business
+        # (find, not "in": CPython's bytes.__contains__ first tries the needle as an int, and
+        # the TypeError it raises and clears costs more than the rest of this method)
+        if url.find(b"#") >= 0:                # a fragment is the client's business
             url = url.partition(b"#")[0]
         if url[:1] == b"/":
             path, _, query = url.partition(b"?")
@@ -483,6 +489,11 @@ class ServerProtocol:
             except httptools.HttpParserInvalidURLError:
                 raise _Refuse(responses.bad_request("bad request target")) from None
             path, query = parsed.path or b"/", parsed.query or b""
+            if parsed.host:                    # the target's host, not the Host field (3.2.2)
+                host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
+                                                                            parsed.port)
+                self._headers = [(k, host if k.lower() == b"host" else v)
+                                 for k, v in self._headers]
         seq = self.next_seq
         self.next_seq += 1
         return HttpRequest(
@@ -508,8 +519,7 @@ class ServerProtocol:
             # and _send's work for a prepared answer, in one step
             response = ready.response
             self.out += response.encode(False, self._keep, self._version == "1.0")[0]
-            statuses = self.stats.statuses
-            statuses[response.status] = statuses.get(response.status, 0) + 1
+            self.stats.statuses[response.status] += 1
             self.next_seq = self.send_seq = seq + 1
             self.idle_since = self._now
             return True                        # (if it said close, _complete closes)
@@ -528,12 +538,18 @@ class ServerProtocol:
         out = self.out = []
         self._now = now
         seq = request.seq
-        if (seq < self.send_seq or seq in self.ready or self.server is CLOSED
-                or (seq == self.send_seq and self.server is STREAMING)):
-            out.append(Unsent(response))
-            return out
-        self._answer(seq, (response, request, request.method == "HEAD", request.keep_alive,
-                           request.version == "1.0"))
+        entry = (response, request, request.method == "HEAD", request.keep_alive,
+                 request.version == "1.0")
+        if seq == self.send_seq and self.server is WAITING:   # its turn (_answer, inlined)
+            while self._send(seq, entry):
+                seq = self.send_seq
+                entry = self.ready.pop(seq, None)
+                if entry is None:
+                    break
+        elif (seq <= self.send_seq or seq in self.ready or self.server is CLOSED):
+            out.append(Unsent(response))       # late, twice, or its turn taken by a stream
+        else:
+            self.ready[seq] = entry            # after those before it
         return out
 
     def shed(self, request: HttpRequest, now: float) -> list:
@@ -569,8 +585,7 @@ class ServerProtocol:
             log.exception("http: cannot encode the response to %r", request)
             response = responses.server_error()
             items, keep = response.encode(head_only, False, http10)
-        statuses = self.stats.statuses
-        statuses[response.status] = statuses.get(response.status, 0) + 1
+        self.stats.statuses[response.status] += 1
         self.owed.pop(seq, None)
         out = self.out
         if self.log and request is not None:   # lossy on the socket side: never holds us up

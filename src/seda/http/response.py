@@ -44,18 +44,18 @@ def status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = 
         reason = "Unknown"
     if not 100 <= status <= 999:
         raise ValueError(f"{status} is not an HTTP status code")
-    if any(c in reason for c in "\r\n\0"):
+    if "\r" in reason or "\n" in reason or "\0" in reason:
         raise ValueError(f"reason phrase {reason!r} contains a line break")
     return b"%s %d %s\r\n" % (version, status, reason.encode("latin-1"))
 
 
-def _header_bytes(headers: Iterable[tuple[str, str]]) -> bytes:
-    out = []
-    for name, value in headers:
-        if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
-            raise ValueError(f"header {name!r} contains a line break")
-        out.append(f"{name}: {value}\r\n".encode("latin-1"))
-    return b"".join(out)
+def _header_bytes(headers: list[tuple[str, str]]) -> bytes:
+    text = "".join([f"{name}: {value}\r\n" for name, value in headers])
+    # one CR and one LF per line, or a name or value carries a line break (response splitting)
+    if text.count("\n") != len(headers) or text.count("\r") != len(headers):
+        name = next(n for n, v in headers if "\r" in n or "\n" in n or "\r" in v or "\n" in v)
+        raise ValueError(f"header {name!r} contains a line break")
+    return text.encode("latin-1")
 
 
 class Response:
@@ -175,7 +175,7 @@ class Prepared:
 
 def prepare_head(headers: list[tuple[str, str]]) -> bytes:
     """Header lines for a ``Prepared`` response, checked and encoded once."""
-    return _header_bytes(headers)
+    return _header_bytes(list(headers))
 
 
 class FileBody:

@@ -206,8 +206,7 @@ class HttpServer(EventHandler):
     def _connected(self, conn: Any) -> None:
         if len(self.connections) >= self.limits.max_connections:
             self.counts.refused += 1
-            statuses = self.counts.statuses
-            statuses[503] = statuses.get(503, 0) + 1
+            self.counts.statuses[503] += 1
             conn.enqueue(self._busy)
             conn.close()
         else:

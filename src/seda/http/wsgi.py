@@ -16,6 +16,7 @@ import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -29,6 +30,7 @@ from .response import FileBody, Response, StreamBody
 log = logging.getLogger("seda.wsgi")
 
 _SPECIAL = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
+_PHRASES = {s.value: s.phrase for s in HTTPStatus}
 # Hop-by-hop fields are the server's to send (PEP 3333); an application's Connection: close is
 # kept as the wish to close.
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
@@ -123,7 +125,8 @@ class WsgiHandler(EventHandler):
             lower = name.lower()
             key = _SPECIAL.get(lower)
             if key is None:
-                if b"_" in name and not self.underscore_headers:
+                # (find, not "in": see protocol._make_request)
+                if not self.underscore_headers and name.find(b"_") >= 0:
                     continue
                 key = "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
             text = value.decode("latin-1")
@@ -161,21 +164,25 @@ class _Exchange:
         elif self.status is not None:
             raise AssertionError("start_response called twice without exc_info")
         code, _, reason = status.partition(" ")
-        if len(code) != 3 or not code.isdigit() or any(c in status for c in "\r\n\0"):
+        if len(code) != 3 or not code.isdigit() or "\n" in status or "\r" in status:
             raise ValueError(f"bad WSGI status {status!r}")
-        kept, length = [], None
+        length, hop = None, False
         for name, value in headers:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
             lower = name.lower()
-            if lower in _HOP_BY_HOP:
-                continue
             if lower == "content-length":
                 if not value.strip().isdigit():
                     raise ValueError(f"bad Content-Length {value!r}")
                 length = int(value)
-            kept.append((name, value))
-        self.status, self.reason, self.headers, self.length = int(code), reason, kept, length
+            elif lower in _HOP_BY_HOP:
+                hop = True
+        kept = ([h for h in headers if h[0].lower() not in _HOP_BY_HOP] if hop
+                else list(headers))
+        status_code = int(code)
+        # the standard phrase comes from a table; only another one is sent as given
+        self.reason = None if _PHRASES.get(status_code) == reason else reason
+        self.status, self.headers, self.length = status_code, kept, length
         self.pieces = []
         return self.write
 
