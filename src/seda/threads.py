@@ -139,7 +139,7 @@ class ThreadPool:
         """A producer found no thread free (any thread; no lock): see in ``STALL`` seconds
         whether the threads are taking events at all (on the control thread: the producer may
         be the event loop, which must not wait)."""
-        if not self._watching:
+        if not self._watching and self.grow_on_stall:
             self._watching = True
             self._look_again()
 
@@ -152,11 +152,10 @@ class ThreadPool:
         the CPU meanwhile, they are held up (not computing): start threads for the waiting
         batches. Look again while events wait."""
         queue = self.queue
-        if not len(queue) or queue.closing:
+        if not len(queue) or queue.closing or not self.grow_on_stall:
             self._watching = False
             return
-        if (queue.batches == batches and self.grow_on_stall
-                and self.cpu_time() - cpu < 0.2 * self.STALL):
+        if queue.batches == batches and self.cpu_time() - cpu < 0.2 * self.STALL:
             self._grow(queue._ready())
         self._look_again()
 

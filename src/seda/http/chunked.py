@@ -51,10 +51,6 @@ class Dechunker:
         self.trailer_bytes = 0
         self.max_trailer_bytes = max_trailer_bytes
 
-    @property
-    def done(self) -> bool:
-        return self._state == _DONE
-
     def feed(self, data: bytes) -> tuple[list[bytes], bytes | None]:
         """Body pieces found in ``data``, and what follows the body (None: not ended yet)."""
         pieces: list[bytes] = []

@@ -80,7 +80,7 @@ class HttpConnection:
         except SinkError:                      # closed under us: its Closed event is on its way
             return
         protocol = self.protocol               # _steer's question, asked here: the hot path
-        if (protocol is not None and protocol.reading
+        if (protocol is not None and protocol.reading()
                 and conn.pending <= OUTPUT_LIMIT) is not self.reading:
             self._steer()
 
@@ -94,7 +94,7 @@ class HttpConnection:
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send."""
         protocol, conn = self.protocol, self.conn
-        want = protocol is not None and protocol.reading and conn.pending <= OUTPUT_LIMIT
+        want = protocol is not None and protocol.reading() and conn.pending <= OUTPUT_LIMIT
         if want is not self.reading and not conn.closing:
             self.reading = want
             if want:

@@ -97,7 +97,9 @@ class WsgiHandler(EventHandler):
         self._errors = _Errors()
 
     def environ(self, req: HttpRequest) -> dict:
-        path = unquote_to_bytes(req.path).decode("latin-1")
+        path = req.path
+        if "%" in path:                        # (most paths have nothing to unquote)
+            path = unquote_to_bytes(path).decode("latin-1")
         if self.script_name and path.startswith(self.script_name):
             path = path[len(self.script_name):]
         peer = req.peer or ("", 0)
@@ -141,6 +143,9 @@ class WsgiHandler(EventHandler):
 
 class _Exchange:
     """One request through the application: start_response, write(), the iterable."""
+
+    __slots__ = ("counted", "handler", "head_only", "headers", "length", "pieces", "reason", "req",
+                 "status", "stream", "whole")
 
     def __init__(self, handler: WsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -211,7 +216,7 @@ class _Exchange:
         result: Any = None
         try:
             result = self.handler.app(env, self.start_response)
-            if not self._send_file(result):
+            if type(result) is not FileWrapper or not self._send_file(result):
                 self.whole = isinstance(result, (list, tuple))
                 for piece in result:
                     self.write(piece)
@@ -253,7 +258,7 @@ class _Exchange:
     def _send_file(self, result: Any) -> bool:
         """A ``wsgi.file_wrapper`` of a regular file: answer with sendfile (a duplicate
         descriptor, so the application may close its file at once)."""
-        if type(result) is not FileWrapper or self.status is None or self.head_only:
+        if self.status is None or self.head_only:
             return False
         try:
             fd = result.filelike.fileno()
