@@ -10,7 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seda.http import HttpRequest, Limits, ReadyAnswer, Response, ServerProtocol, StreamBody
-from seda.http.protocol import ABORT, CLOSE, CLOSED, DONE, IDLE, TRANSITIONS, Unsent
+from seda.http.protocol import (
+    ABORT,
+    CLOSE,
+    CLOSED,
+    DONE,
+    IDLE,
+    PAUSE,
+    RESUME,
+    TRANSITIONS,
+    Unsent,
+)
 from seda.http.response import Prepared, prepare_head
 
 
@@ -34,8 +44,9 @@ class Conn:
         return self._keep(self.p.tick(self.now))
 
     def _keep(self, events: list) -> list:
+        """Keep every event; return those but PAUSE and RESUME (tested on their own)."""
         self.events += events
-        return events
+        return [e for e in events if e is not PAUSE and e is not RESUME]
 
     def requests(self) -> list[HttpRequest]:
         return [e for e in self.events if type(e) is HttpRequest]
@@ -433,3 +444,31 @@ def test_an_absolute_target_names_the_host():
     c = Conn()
     (req,) = c.send(b"GET http://a.example:8080/abs HTTP/1.1\r\nHost: b.example\r\n\r\n")
     assert req.header("host") == "a.example:8080" and req.path == "/abs"
+
+
+def test_reading_pauses_while_the_pipelining_window_is_full_and_resumes_as_answers_go():
+    c = Conn(Limits(max_pipelined=2))
+    a, b = c.send(get("/a") + get("/b"))
+    assert c.events[-1] is PAUSE and not c.p.wants_input
+    c.answer(a)
+    assert c.events[-1] is RESUME and c.p.wants_input
+    c.answer(b)
+    assert c.events.count(PAUSE) == 1 and c.events.count(RESUME) == 1
+
+
+def test_reading_pauses_while_a_body_waits_unread_and_resumes_when_drained():
+    c = Conn(Limits(stream_body_over=10))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 400000\r\n\r\n"
+                    + b"a" * 300_000)                 # more than the reader holds unread
+    assert c.events[-1] is PAUSE
+    assert len(req.stream.read(200_000)) == 200_000   # the application takes most of it
+    c._keep(c.p.drained(c.now))
+    assert c.events[-1] is RESUME
+
+
+def test_no_question_of_reading_on_the_common_request():
+    c = Conn()
+    for _ in range(3):
+        (req,) = c.send(get("/"))
+        c.answer(req)
+    assert PAUSE not in c.events and RESUME not in c.events

@@ -4,7 +4,8 @@
 what arrived (``receive``), the answers the application gave (``respond``), news from a body
 being streamed out (``pump``) and the passing of time (``tick``); each call returns the events
 that follow, in order: ``HttpRequest`` for the application, ``bytes`` / ``FileSegment`` /
-``StreamBody`` to send, ``Logged`` for an access log, and ``CLOSE`` or ``ABORT``. The clock is
+``StreamBody`` to send, ``Logged`` for an access log, ``PAUSE`` or ``RESUME`` reading, and
+``CLOSE`` or ``ABORT``. The clock is
 an argument; nothing here reads the time, touches a socket or starts a thread, so every case is
 tested in memory.
 
@@ -85,6 +86,8 @@ class _Signal:
 
 CLOSE = _Signal("CLOSE")      # close the connection once what was sent before it is out
 ABORT = _Signal("ABORT")      # drop the connection now: a response cannot be completed
+PAUSE = _Signal("PAUSE")      # stop reading: nothing more is wanted for now
+RESUME = _Signal("RESUME")    # read again
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 # Header fields the protocol itself reads; any other role makes a request not plain (its answer
@@ -157,7 +160,7 @@ class ServerProtocol:
         "_request", "_tail", "_url", "_version", "answers", "client", "connection",
         "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log", "next_seq", "out",
         "owed", "parser", "peer", "ready", "scheme", "send_seq", "server", "stats", "stopping",
-        "streaming", "wake",
+        "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
@@ -167,7 +170,8 @@ class ServerProtocol:
         self.limits = limits or Limits()
         self.connection, self.answers, self.log = connection, answers, log
         self.wake = wake                      # from an application thread: a body reader has
-        #                                       room again, ``reading`` may have changed
+        #                                       room again (the socket side calls ``drained``)
+        self.wants_input = True               # as last told with PAUSE / RESUME
         self.peer, self.scheme = peer, scheme
         self.stats = stats or ServerStats()
         self.parser: Any = None               # made for the first head, and after a body
@@ -216,12 +220,23 @@ class ServerProtocol:
         except KeyError:
             raise ProtocolError(f"server side: no {event!r} from {self.server}") from None
 
-    def reading(self) -> bool:
-        """Whether the socket side should read: not once the client side is done, not while
-        ``max_pipelined`` requests wait for answers, not while a body's reader is full.
-        (A method: on CPython 3.11 a property getter costs a C-level call on the hot path.)"""
-        return (self.client is not DONE and self.next_seq - self.send_seq < self._pipelined
+    def _reconsider(self) -> None:
+        """Tell the socket side (PAUSE / RESUME) if whether it should read has changed: not
+        once the client side is done, not while ``max_pipelined`` requests wait for answers,
+        not while a body's reader is full. Called where one of those can change, so that the
+        common request costs no question at all."""
+        want = (self.client is not DONE and self.next_seq - self.send_seq < self._pipelined
                 and (self._reader is None or not self._reader.paused))
+        if want is not self.wants_input:
+            self.wants_input = want
+            self.out.append(RESUME if want else PAUSE)
+
+    def drained(self, now: float) -> list:
+        """A body's reader has room again (the application read from it)."""
+        out = self.out = []
+        self._now = now
+        self._reconsider()
+        return out
 
     # -- bytes in -----------------------------------------------------------------------------
 
@@ -248,15 +263,20 @@ class ServerProtocol:
     def _head(self, data: bytes) -> bytes:
         """Feed llhttp up to the end of a head (CRLF CRLF); return what follows it."""
         tail = self._tail
-        probe = tail + data if tail else data
-        end = probe.find(b"\r\n\r\n")
-        if end < 0:
-            chunk, rest = data, b""
-            self._tail = probe[-3:]
+        if tail:                               # a head split across packets
+            probe = tail + data
+            end = probe.find(b"\r\n\r\n")
+            cut = end + 4 - len(tail) if end >= 0 else -1
+            self._tail = probe[-3:] if end < 0 else b""
         else:
-            cut = end + 4 - len(tail)
-            chunk, rest = (data, b"") if cut == len(data) else (data[:cut], data[cut:])
-            self._tail = b""
+            end = data.find(b"\r\n\r\n")
+            cut = end + 4 if end >= 0 else -1
+            if end < 0:
+                self._tail = data[-3:]
+        if cut < 0 or cut == len(data):        # (usually the whole packet is one head)
+            chunk, rest = data, b""
+        else:
+            chunk, rest = data[:cut], data[cut:]
         self._head_bytes += len(chunk)
         if self._head_bytes > self._head_limit:
             raise _Refuse(responses.header_fields_too_large())
@@ -401,6 +421,8 @@ class ServerProtocol:
         reader = self._reader = BodyReader(self.wake)
         for piece in self._body:
             reader.feed(piece)
+        if reader.paused:
+            self._reconsider()
         self._body = []
         self._request = self._make_request(b"")
         self._request.stream = reader
@@ -436,6 +458,8 @@ class ServerProtocol:
             if self._reader is not None:
                 for piece in pieces:
                     self._reader.feed(piece)
+                if self._reader.paused and self.wants_input:
+                    self._reconsider()
             else:
                 self._body += pieces
                 if self._body_size > self.limits.stream_body_over and not done:
@@ -458,6 +482,8 @@ class ServerProtocol:
             reader.finish()
             self._reader = self._request = None
             seq = request.seq
+            if not self.wants_input:
+                self._reconsider()
         elif self._plain and self._answer_ready():
             seq = self.next_seq - 1
         else:
@@ -505,6 +531,8 @@ class ServerProtocol:
         self.owed[request.seq] = self._now
         self.server = _SERVER[self.server]["owe"]         # inline _server(): the hot path
         self.out.append(request)
+        if self.next_seq - self.send_seq >= self._pipelined:
+            self._reconsider()
 
     def _answer_ready(self) -> bool:
         """Answer a plain GET from the ready answers, if one is fresh for its target (see
@@ -527,6 +555,8 @@ class ServerProtocol:
         if request is None:
             self.next_seq += 1
         self._server("owe")
+        if self.next_seq - self.send_seq >= self._pipelined:
+            self._reconsider()
         self._answer(seq, (ready.response, request, False, self._keep, self._version == "1.0"))
         return True
 
@@ -629,6 +659,8 @@ class ServerProtocol:
             self._server("sent")
         if self.continue_seq == self.send_seq:
             self._continue()
+        if not self.wants_input:               # the pipelining window may have reopened
+            self._reconsider()
         return True
 
     def pump(self, now: float) -> list:
@@ -676,6 +708,7 @@ class ServerProtocol:
         """Read nothing more; the answer to ``last`` is the final one."""
         self._client("stop")
         self.parser = None
+        self._reconsider()
         if self.last_seq is None or last < self.last_seq:
             self.last_seq = last
         if self.send_seq == self.next_seq and self.streaming is None:
@@ -685,13 +718,14 @@ class ServerProtocol:
         """Close the connection after what was emitted (CLOSE) or at once (ABORT)."""
         if self.client is not DONE:
             self._client("stop")
-        if self.server is not CLOSED:
-            self._server("close")
-            self.out.append(how)
         if self._reader is not None:
             self._reader.finish(BodyError(400, "the connection closed"))
             self._reader = self._request = None
         self.parser = None
+        self._reconsider()
+        if self.server is not CLOSED:
+            self._server("close")
+            self.out.append(how)
 
     def _end_of_input(self) -> None:
         """The client has finished sending: answer what it asked, then close."""

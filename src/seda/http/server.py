@@ -20,7 +20,7 @@ from ..stage import EventHandler
 from . import response as responses
 from .answers import ReadyAnswer
 from .limits import Limits
-from .protocol import ABORT, CLOSE, Logged, ServerProtocol, ServerStats, Unsent
+from .protocol import ABORT, CLOSE, PAUSE, RESUME, Logged, ServerProtocol, ServerStats, Unsent
 from .request import HttpRequest
 from .response import FileBody, StreamBody
 
@@ -33,11 +33,12 @@ OUTPUT_LIMIT = 256 * 1024
 class HttpConnection:
     """One connection's I/O: feeds its protocol and carries out the events it returns."""
 
-    __slots__ = ("conn", "protocol", "reading", "server")
+    __slots__ = ("conn", "protocol", "reading", "server", "wanted")
 
     def __init__(self, server: HttpServer, conn: Any) -> None:
         self.server, self.conn = server, conn
-        self.reading = True
+        self.reading = True                    # the socket is being read
+        self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
         self.protocol: ServerProtocol | None = ServerProtocol(
             server.limits, self, answers=server.answers, log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
@@ -73,15 +74,16 @@ class HttpConnection:
                     self.server.log.enqueue_lossy(ev)
                 elif kind is Unsent:
                     self._release(ev.response)
+                elif ev is PAUSE or ev is RESUME:
+                    self.wanted = ev is RESUME
+                    self._steer()
                 elif ev is CLOSE:
                     conn.close()
                 elif ev is ABORT:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
             return
-        protocol = self.protocol               # _steer's question, asked here: the hot path
-        if (protocol is not None and protocol.reading()
-                and conn.pending <= OUTPUT_LIMIT) is not self.reading:
+        if conn.pending > OUTPUT_LIMIT and self.reading:
             self._steer()
 
     def _dispatch(self, request: HttpRequest) -> None:
@@ -93,8 +95,8 @@ class HttpConnection:
 
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send."""
-        protocol, conn = self.protocol, self.conn
-        want = protocol is not None and protocol.reading() and conn.pending <= OUTPUT_LIMIT
+        conn = self.conn
+        want = self.wanted and self.protocol is not None and conn.pending <= OUTPUT_LIMIT
         if want is not self.reading and not conn.closing:
             self.reading = want
             if want:
@@ -113,7 +115,11 @@ class HttpConnection:
 
     def _wake_reading(self) -> None:
         """From an application thread: a request body's reader has room again."""
-        self.server.rt.loop.call_soon_threadsafe(self._steer)
+        self.server.rt.loop.call_soon_threadsafe(self._reader_drained)
+
+    def _reader_drained(self) -> None:
+        if self.protocol is not None:
+            self._run(self.protocol.drained(time.monotonic()))
 
     def _wake_stream(self) -> None:
         """From any thread: the body being streamed out has news."""
