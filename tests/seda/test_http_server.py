@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seda
-from seda.http import Limits, Response, responses, serve
+from seda.http import Limits, Response, StreamBody, responses, serve
 from seda.http.request import BodyReader
 
 from conftest import WAIT, raw
@@ -477,3 +477,30 @@ def test_the_body_reader_pauses_the_connection_when_the_application_lags():
     assert not reader.paused and drained == [True]
     reader.finish()
     assert reader.read() == b"b" * 30 and reader.read() == b""
+
+
+def test_after_a_large_stream_to_a_slow_client_the_next_request_is_read(rt):
+    """Reading pauses while a streamed answer waits for a slow client; once the stream has
+    gone it must resume, or the client's next request on the connection is never read."""
+    class Streams(seda.EventHandler):
+        def handle_event(self, req):
+            if req.path == "/small":
+                req.respond(Response(200, b"small"))
+                return
+            body = StreamBody()
+            req.respond(Response(200, body))
+            for _ in range(64):                       # 4 MB, written as the socket allows
+                body.write(b"s" * 65536)
+            body.finish()
+
+    rt.add_stage("app", Streams(), threads=2)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as c:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = c.recv(65536)                           # the server is now ahead of us
+        c.sendall(b"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        while piece := c.recv(2**20):
+            got += piece
+    assert statuses(got) == [200, 200] and got.endswith(b"small")

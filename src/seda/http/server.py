@@ -83,7 +83,7 @@ class HttpConnection:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
             return
-        if conn.pending > OUTPUT_LIMIT and self.reading:
+        if conn.pending > OUTPUT_LIMIT:
             self._steer()
 
     def _dispatch(self, request: HttpRequest) -> None:
@@ -94,24 +94,27 @@ class HttpConnection:
             self._run(self.protocol.shed(request, time.monotonic()))
 
     def _steer(self) -> None:
-        """Read while the protocol wants more and the socket keeps up with what we send."""
+        """Read while the protocol wants more and the socket keeps up with what we send; while
+        it does not keep up, be told when it has drained."""
         conn = self.conn
-        want = self.wanted and self.protocol is not None and conn.pending <= OUTPUT_LIMIT
-        if want is not self.reading and not conn.closing:
+        if conn.closing:
+            return
+        behind = conn.pending > OUTPUT_LIMIT
+        want = self.wanted and self.protocol is not None and not behind
+        if want is not self.reading:
             self.reading = want
             if want:
                 conn.resume_reading()
             else:
                 conn.pause_reading()
-                if conn.pending > OUTPUT_LIMIT:
-                    conn.when_drained(self._drained, OUTPUT_LIMIT // 2)
+        if behind:
+            conn.when_drained(self._drained, OUTPUT_LIMIT // 2)
 
     def _drained(self) -> None:
-        """The socket has taken most of what waited (loop thread): send more, read again."""
+        """The socket has taken most of what waited (loop thread): read again, send more."""
+        self._steer()
         if self.protocol is not None and self.protocol.streaming is not None:
             self._pump()
-        else:
-            self._steer()
 
     def _wake_reading(self) -> None:
         """From an application thread: a request body's reader has room again."""
@@ -130,7 +133,7 @@ class HttpConnection:
         if protocol is None or conn.closing:
             return
         if conn.pending > OUTPUT_LIMIT:        # the socket is behind: wait until it drains
-            conn.when_drained(self._drained, OUTPUT_LIMIT // 2)
+            self._steer()
             return
         self._run(protocol.pump(time.monotonic()))
 
