@@ -43,6 +43,11 @@ ECHO = "benchmarks.echo_apps"
 
 # -- what we send ---------------------------------------------------------------------------------
 
+def chunked(body: bytes) -> bytes:
+    """A chunked POST to / with ``body`` as its (chunked) bytes on the wire."""
+    return r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=body)
+
+
 def r(*lines: str, body: bytes = b"") -> bytes:
     """A request from its lines (request line, then fields), CRLF after each, CRLF, body."""
     return "".join(f"{line}\r\n" for line in lines).encode("latin-1") + b"\r\n" + body
@@ -246,53 +251,44 @@ CASES = [
     Case("Content-Length with trailing space", "9112 6.3, 9110 5.5", "200, body 5",
          r("POST / HTTP/1.1", H, "Content-Length: 5 ", body=b"hello"), app_saw("body")),
     Case("chunked body, then a GET", "9112 7.1", "200 200, open",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"5\r\nhello\r\n0\r\n\r\n")
+         chunked(b"5\r\nhello\r\n0\r\n\r\n")
          + GET, app_saw("body")),
     Case("100 KB body, then a GET", "9112 6.3", "200 200, open",
          r("POST / HTTP/1.1", H, "Content-Length: 102400", body=b"a" * 102400) + GET,
          app_saw("body")),
     Case("100 KB chunked body, then a GET", "9112 7.1", "200 200, open",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=(b"6400\r\n" + b"a" * 25600 + b"\r\n") * 4 + b"0\r\n\r\n") + GET,
+         chunked((b"6400\r\n" + b"a" * 25600 + b"\r\n") * 4 + b"0\r\n\r\n") + GET,
          app_saw("body")),
     Case("chunked body sent 3 bytes at a time", "9112 7.1", "200 200, open",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"5;a=b\r\nhello\r\n0\r\nX-T: t\r\n\r\n") + GET, app_saw("body"), split=3),
+         chunked(b"5;a=b\r\nhello\r\n0\r\nX-T: t\r\n\r\n") + GET, app_saw("body"), split=3),
     Case("Transfer-Encoding: Chunked (capital C)", "9112 7", "200 (codings are case-insensitive)",
          r("POST / HTTP/1.1", H, "Transfer-Encoding: Chunked", body=b"5\r\nhello\r\n0\r\n\r\n"),
          app_saw("body")),
     Case("last chunk 000", "9112 7.1", "200 (last-chunk is 1*0)",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"5\r\nhello\r\n000\r\n\r\n"),
+         chunked(b"5\r\nhello\r\n000\r\n\r\n"),
          app_saw("body")),
     Case("chunk size with 20 leading zeros", "9112 7.1", "200 (1*HEXDIG), or 400 from a limit",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"0" * 20 + b"5\r\nhello\r\n0\r\n\r\n"), app_saw("body")),
+         chunked(b"0" * 20 + b"5\r\nhello\r\n0\r\n\r\n"), app_saw("body")),
     Case("chunk size 0x5", "9112 7.1", "400",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"0x5\r\nhello\r\n0\r\n\r\n")),
+         chunked(b"0x5\r\nhello\r\n0\r\n\r\n")),
     Case("chunk extension with BWS (5 ; a = \"b\")", "9112 7.1.1", "200, body 5",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b'5 ; a = "b"\r\nhello\r\n0\r\n\r\n'), app_saw("body")),
+         chunked(b'5 ; a = "b"\r\nhello\r\n0\r\n\r\n'), app_saw("body")),
     Case("chunk extension (5;a=b)", "9112 7.1.1", "200, body 5",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"5;a=b\r\nhello\r\n0\r\n\r\n"), app_saw("body")),
+         chunked(b"5;a=b\r\nhello\r\n0\r\n\r\n"), app_saw("body")),
     Case("chunk extension of 5 KB", "9112 7.1.1", "200, or 400 from a limit",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"5;a=" + b"b" * 5000 + b"\r\nhello\r\n0\r\n\r\n")),
+         chunked(b"5;a=" + b"b" * 5000 + b"\r\nhello\r\n0\r\n\r\n")),
     Case("trailer field X-Trailer", "9112 7.1.2, 9110 6.5", "200, not merged into the header",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n"), app_saw("x-trailer")),
+         chunked(b"5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n"), app_saw("x-trailer")),
     Case("trailer field Host: evil", "9110 6.5.1", "200 kept apart, or 400",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"5\r\nhello\r\n0\r\nHost: evil\r\n\r\n"), app_saw("host")),
+         chunked(b"5\r\nhello\r\n0\r\nHost: evil\r\n\r\n"), app_saw("host")),
     Case("bad chunk size (zz)", "9112 7.1", "400",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"zz\r\nhello\r\n0\r\n\r\n")),
+         chunked(b"zz\r\nhello\r\n0\r\n\r\n")),
     Case("chunk size over 2**64", "9112 7.1", "400",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked",
-           body=b"10000000000000005\r\nhello\r\n0\r\n\r\n")),
+         chunked(b"10000000000000005\r\nhello\r\n0\r\n\r\n")),
     Case("chunk longer than its size", "9112 7.1", "400",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"3\r\nhello\r\n0\r\n\r\n")),
+         chunked(b"3\r\nhello\r\n0\r\n\r\n")),
     Case("chunked lines ending in bare LF", "9112 7.1, 2.2", "400 (or MAY accept LF)",
-         r("POST / HTTP/1.1", H, "Transfer-Encoding: chunked", body=b"5\nhello\n0\n\n")),
+         chunked(b"5\nhello\n0\n\n")),
     # -- Expect (RFC 9110 10.1.1) ------------------------------------------------------------------
     Case("Expect: 100-continue, body sent at once", "9110 10.1.1", "100 200 or 200",
          r("POST / HTTP/1.1", H, "Expect: 100-continue", "Content-Length: 5", body=b"hello")),

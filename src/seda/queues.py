@@ -7,10 +7,10 @@ parked worker per event it adds: no thundering herd, and no lock allocated per w
 to wake: ``deque.append`` is atomic under the GIL, and a worker registers as parked *before* it
 looks at the queue one last time, so either it sees the new event or the producer sees it parked.
 
-A pool that may grow (``ThreadPoolController``) sets ``room``, the threads it could still start, and
-``grow``: a producer that finds no worker to wake asks for a thread at once, so an event never
-waits behind busy workers while the pool is below its cap. ``cap`` bounds the workers holding a
-batch at once; a worker above it parks instead of taking the next batch.
+A pool that may grow (``ThreadPoolController``) sets ``room``, the threads it could still start;
+a producer that finds no worker to wake then calls ``short()``, and the pool looks whether its
+workers are held up (see ``threads.ThreadPool``). ``cap`` bounds the workers holding a batch at
+once; a worker above it parks instead of taking the next batch.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Worker:
 class FifoQueue:
     """Events in arrival order, handed out in batches to any of the stage's threads."""
 
-    def __init__(self, stage: Any, cap: int, grow: Callable[[int], None]) -> None:
+    def __init__(self, stage: Any, cap: int, short: Callable[[], None]) -> None:
         self.stage = stage           # its ``processed`` counter is kept under our lock
         self.lock = threading.Lock()
         self.items: deque = deque()
@@ -49,7 +49,7 @@ class FifoQueue:
         self.busy = 0                # workers holding a batch
         self.cap = cap               # most workers holding a batch at once
         self.room = 0                # threads the pool could still start (set by the pool)
-        self.grow = grow             # asks the pool for up to that many threads
+        self.short = short           # tells the pool no worker was free
         self.batches = 0             # batches handed out so far; Runtime.stop watches it move
         self.closing = False
 
@@ -74,7 +74,7 @@ class FifoQueue:
                 if not self._wake(1):
                     return
         if self.room:
-            self.grow(1)
+            self.short()
 
     def put_many(self, events: list) -> None:
         self.items.extend(events)
@@ -83,7 +83,7 @@ class FifoQueue:
             with self.lock:
                 left = self._wake(left)
         if left and self.room:
-            self.grow(left)
+            self.short()
 
     def limit(self, cap: int) -> int:
         """Set the cap; wake workers it held back. Returns how many ready batches got none."""
@@ -169,9 +169,9 @@ class KeyedQueue(FifoQueue):
     """Events with equal ``key(ev)`` are handled one batch at a time and in arrival order; events
     with different keys run in parallel (thesis 8.1.2, libasync-smp's colours)."""
 
-    def __init__(self, stage: Any, cap: int, grow: Callable[[int], None],
+    def __init__(self, stage: Any, cap: int, short: Callable[[], None],
                  key: Callable[[Any], Any]) -> None:
-        super().__init__(stage, cap, grow)
+        super().__init__(stage, cap, short)
         self.key = key
         self.pending: dict[Any, deque] = {}   # key -> its events; present while queued or held
         self.ready: deque = deque()           # keys with events that no worker holds
@@ -197,14 +197,14 @@ class KeyedQueue(FifoQueue):
             if not self._add(k, ev) or not self._wake(1):
                 return
         if self.room:
-            self.grow(1)
+            self.short()
 
     def put_many(self, events: list) -> None:
         keyed = [(self.key(ev), ev) for ev in events]
         with self.lock:
             left = self._wake(sum(self._add(k, ev) for k, ev in keyed))
         if left and self.room:
-            self.grow(left)
+            self.short()
 
     def idle(self) -> bool:
         with self.lock:

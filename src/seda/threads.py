@@ -84,8 +84,8 @@ class ThreadPool:
         with self._lock:
             self.queue.cap = cap
             self._set_room()
-        if left := self.queue.limit(cap):
-            self._short(left)                  # threads if they turn out to be held up
+        if self.queue.limit(cap):              # batches left without a worker:
+            self._short()                      # threads if they turn out to be held up
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued, then let every thread exit. False if some did not by deadline."""
@@ -135,7 +135,7 @@ class ThreadPool:
         """Threads a producer may still ask for (under ``_lock``); none before start."""
         self.queue.room = max(0, self.queue.cap - self._count) if self.started else 0
 
-    def _short(self, count: int) -> None:
+    def _short(self) -> None:
         """A producer found no thread free (any thread; no lock): see in ``STALL`` seconds
         whether the threads are taking events at all (on the control thread: the producer may
         be the event loop, which must not wait)."""
@@ -160,8 +160,8 @@ class ThreadPool:
         self._look_again()
 
     def _grow(self, count: int) -> None:
-        """Start up to ``count`` threads, within the cap. On the control thread, since
-        ``Thread.start`` waits for the thread to run and the caller may be the event loop."""
+        """Start up to ``count`` threads, within the cap (on the control thread, where waiting
+        for ``Thread.start`` holds up no event)."""
         with self._lock:
             count = min(count, self.queue.cap - self._count)
             if count <= 0 or not self.started:
@@ -169,7 +169,7 @@ class ThreadPool:
             self._count += count
             self._set_room()
         for _ in range(count):
-            self.stage.runtime.control.call_soon(self._spawn)
+            self._spawn()
 
     def _spawn(self) -> None:
         """Start one of the threads counted in ``_count``, unless the pool is stopping."""

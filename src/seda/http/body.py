@@ -70,17 +70,20 @@ class BodyReader:
         buf = self._buf
         while len(buf) < need and not self._done:
             self._want = need
-            drained = self.paused
-            if drained:                    # we need more than the limit lets in: read on
-                self.paused = False
-                self._cond.release()
-                try:
-                    self._on_drained()
-                finally:
-                    self._cond.acquire()
+            if self.paused:                # we need more than the limit lets in: read on
+                self._unpause()
                 continue
             self._cond.wait()
         self._want = 0
+
+    def _unpause(self) -> None:
+        """Let the stage read again (lock held; released while it is told)."""
+        self.paused = False
+        self._cond.release()
+        try:
+            self._on_drained()
+        finally:
+            self._cond.acquire()
 
     def _take(self, n: int, wanted: float) -> bytes:
         """Remove ``n`` buffered bytes (lock held); tell the stage if it may read again."""
@@ -90,12 +93,7 @@ class BodyReader:
         data = bytes(buf[:n])
         del buf[:n]
         if self.paused and len(buf) <= self.limit // 2:
-            self.paused = False
-            self._cond.release()
-            try:
-                self._on_drained()
-            finally:
-                self._cond.acquire()
+            self._unpause()
         return data
 
     def read(self, size: int | None = -1) -> bytes:

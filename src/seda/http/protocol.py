@@ -418,15 +418,19 @@ class ServerProtocol:
 
     def _stream_body(self) -> None:
         """Hand the request over now and its body as it arrives (what came so far first)."""
-        reader = self._reader = BodyReader(self.wake)
-        for piece in self._body:
-            reader.feed(piece)
-        if reader.paused:
-            self._reconsider()
+        self._reader = BodyReader(self.wake)
+        self._feed_reader(self._body)
         self._body = []
         self._request = self._make_request(b"")
-        self._request.stream = reader
+        self._request.stream = self._reader
         self._dispatch(self._request)
+
+    def _feed_reader(self, pieces: list[bytes]) -> None:
+        reader = self._reader
+        for piece in pieces:
+            reader.feed(piece)
+        if reader.paused and self.wants_input:   # it holds enough unread: stop reading
+            self._reconsider()
 
     def _body_data(self, data: bytes) -> bytes:
         """Body bytes of the request being read; returns what follows its end."""
@@ -456,10 +460,7 @@ class ServerProtocol:
             if self._body_size > self.limits.max_body:
                 raise _Refuse(responses.payload_too_large())
             if self._reader is not None:
-                for piece in pieces:
-                    self._reader.feed(piece)
-                if self._reader.paused and self.wants_input:
-                    self._reconsider()
+                self._feed_reader(pieces)
             else:
                 self._body += pieces
                 if self._body_size > self.limits.stream_body_over and not done:

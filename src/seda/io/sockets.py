@@ -112,13 +112,9 @@ class Connection:
             raise StageClosedError(f"{self!r} is closed")
         if self.max_pending is not None and self.pending > self.max_pending:
             self._overflow()
-        for item in items:
-            size = _size(item)
-            self.pending += size
-            self.out.append(item)
-        if not self.scheduled:
-            self.scheduled = True
-            self._layer.write_put(self)
+        self.pending += sum(map(_size, items))
+        self.out.extend(items)
+        self._schedule()
 
     def _overflow(self) -> None:
         if self.overflow == "close":
