@@ -1,7 +1,11 @@
 """Instructions per request of Haboob answering a cached 1 KB file: a repeatable measure of the
 work per request on a machine whose timings wander by 2x between runs.
 
-    python benchmarks/haboob_instructions.py [--conns 64] [--seconds 8] [--src DIR]
+    python -m benchmarks.haboob_instructions [--conns 64] [--seconds 8] [--src DIR]
+                                            [--app MODULE:NAME] [--keep FILE]
+
+With ``--app module:name`` the same is measured for a WSGI application answering ``/``;
+``--keep FILE`` keeps the callgrind output for ``callgrind_annotate``.
 
 Haboob runs under ``valgrind --tool=callgrind`` on core 0 with instrumentation off. After a
 warm-up, instrumentation is switched on for one wrk run on core 1, off again, and the count is
@@ -28,16 +32,18 @@ from pathlib import Path
 from benchmarks.serving import REPO, free_port, server
 
 
-def wrk(port: int, conns: int, seconds: int) -> int:
+def wrk(port: int, path: str, conns: int, seconds: int) -> int:
     """Requests completed by one wrk run from core 1."""
     out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-                          f"http://127.0.0.1:{port}/index.html"],
+                          f"http://127.0.0.1:{port}{path}"],
                          capture_output=True, text=True, check=True).stdout
     return int(re.search(r"(\d+) requests in", out).group(1))
 
 
-def measure(src: Path, conns: int, seconds: int) -> tuple[int, int]:
-    """(instructions, requests) of one measured run."""
+def measure(src: Path, app: str | None, conns: int, seconds: int,
+            keep: Path | None = None) -> tuple[int, int]:
+    """(instructions, requests) of one measured run: the 1 KB file, or ``app`` (a WSGI app,
+    module:name, importable from this checkout) at ``/``."""
     with tempfile.TemporaryDirectory(prefix="haboob-instr-") as tmp:
         work = Path(tmp)
         (work / "www").mkdir()
@@ -47,17 +53,21 @@ def measure(src: Path, conns: int, seconds: int) -> tuple[int, int]:
         port, out = free_port(), work / "callgrind.out"
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}", sys.executable, "-m", "haboob",
-               "--root", str(work / "www"), "--bind", f"127.0.0.1:{port}"]
-        env = dict(os.environ, PYTHONPATH=str(src))
+               "--bind", f"127.0.0.1:{port}",
+               *([app] if app else ["--root", str(work / "www")])]
+        path = "/" if app else "/index.html"
+        env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
-            wrk(port, conns, 2)                   # warm: the cache, the code paths
+            wrk(port, path, conns, 2)                   # warm: the cache, the code paths
             control = ["callgrind_control", str(proc.pid)]
             subprocess.run([*control, "--instr=on"], check=True, capture_output=True)
-            requests = wrk(port, conns, seconds)
+            requests = wrk(port, path, conns, seconds)
             subprocess.run([*control, "--instr=off"], check=True, capture_output=True)
             subprocess.run([*control, "--dump"], check=True, capture_output=True)
             dumps = sorted(work.glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
             text = dumps[-1].read_text(errors="replace")
+            if keep is not None:
+                shutil.copy(dumps[-1], keep)
         total = int(re.search(r"^totals:\s+(\d+)", text, re.M).group(1))
         return total, requests
 
@@ -68,11 +78,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--src", type=Path, default=REPO / "src",
                         help="the src/ directory to measure (default: this checkout's)")
+    parser.add_argument("--app", help="a WSGI app to measure instead of the file, e.g. "
+                        "benchmarks.wsgi_apps:hello")
+    parser.add_argument("--keep", type=Path, help="copy the callgrind output here")
     args = parser.parse_args()
     for tool in ("valgrind", "callgrind_control", "wrk"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is needed (apt-get install valgrind wrk)")
-    total, requests = measure(args.src.resolve(), args.conns, args.seconds)
+    total, requests = measure(args.src.resolve(), args.app, args.conns, args.seconds,
+                              args.keep)
     print(f"{args.src}: {requests} requests, {total:,} instructions, "
           f"{total // requests:,} per request ({args.conns} connections)")
 

@@ -92,9 +92,9 @@ RESUME = _Signal("RESUME")    # read again
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 # Header fields the protocol itself reads; any other role makes a request not plain (its answer
 # may depend on more than its target, so no ready answer may serve it).
-_HOST, _LENGTH, _CODING, _EXPECT, _CONDITION = range(5)
+_HOST, _LENGTH, _CODING, _EXPECT, _CONNECTION, _CONDITION = range(6)
 _ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"transfer-encoding": _CODING,
-          b"expect": _EXPECT,
+          b"expect": _EXPECT, b"connection": _CONNECTION,
           **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
                            b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
 # RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
@@ -262,18 +262,9 @@ class ServerProtocol:
 
     def _head(self, data: bytes) -> bytes:
         """Feed llhttp up to the end of a head (CRLF CRLF); return what follows it."""
-        tail = self._tail
-        if tail:                               # a head split across packets
-            probe = tail + data
-            end = probe.find(b"\r\n\r\n")
-            cut = end + 4 - len(tail) if end >= 0 else -1
-            self._tail = probe[-3:] if end < 0 else b""
-        else:
-            end = data.find(b"\r\n\r\n")
-            cut = end + 4 if end >= 0 else -1
-            if end < 0:
-                self._tail = data[-3:]
-        if cut < 0 or cut == len(data):        # (usually the whole packet is one head)
+        end = data.find(b"\r\n\r\n")
+        cut = end + 4 if end >= 0 and not self._tail else self._cut(data)
+        if cut == len(data):                   # (usually the whole packet is one head)
             chunk, rest = data, b""
         else:
             chunk, rest = data[:cut], data[cut:]
@@ -285,12 +276,12 @@ class ServerProtocol:
             parser = self.parser = httptools.HttpRequestParser(self)
             # HTTP/1.2 is served as 1.1 and 2.0 or 3.0 get 505 (RFC 9110 2.5), not a 400
             parser.set_dangerous_leniencies(lenient_version=True)
-        from_start = self.client is IDLE
         try:
             parser.feed_data(chunk)
         except httptools.HttpParserUpgrade:
             self.parser = None                 # the head was fine; an Upgrade is ignored
         except (httptools.HttpParserError, ValueError, UnicodeDecodeError) as exc:
+            from_start = self._head_bytes == len(chunk)
             raise self._refusal(exc, chunk if from_start else b"") from None
         if self.client is BODY:                # the head is complete
             self._head_bytes = 0
@@ -300,6 +291,21 @@ class ServerProtocol:
                 self._body = ()
                 self._complete()
         return rest
+
+    def _cut(self, data: bytes) -> int:
+        """Where the head ends in ``data`` (``len(data)`` if it goes on), for a head in pieces:
+        its CRLF CRLF may straddle two of them."""
+        tail = self._tail
+        if tail:
+            probe = tail + data
+            end = probe.find(b"\r\n\r\n")
+            if end >= 0:
+                self._tail = b""
+                return end + 4 - len(tail)
+            self._tail = probe[-3:]
+        else:
+            self._tail = data[-3:]
+        return len(data)
 
     @staticmethod
     def _refusal(exc: Exception, start: bytes) -> _Refuse:
@@ -359,6 +365,7 @@ class ServerProtocol:
         hosts = length = 0
         plain = True
         chunked = False
+        keep = version == "1.1"                # unless it says otherwise (RFC 9112 9.3)
         for k, v in headers:                   # one pass, one lower() per header
             role = _ROLES.get(k.lower())
             if role is None:
@@ -382,6 +389,12 @@ class ServerProtocol:
                 if v.lower() != b"100-continue":
                     raise _Refuse(Response(417, b"", None))
                 self._expect = version == "1.1"
+            elif role is _CONNECTION:
+                options = [c.strip() for c in v.lower().split(b",")]
+                if b"close" in options:
+                    keep = False
+                elif b"keep-alive" in options:
+                    keep = True
             else:
                 plain = False
         if hosts > 1 or (version == "1.1" and not hosts):
@@ -390,8 +403,7 @@ class ServerProtocol:
             raise _Refuse(responses.payload_too_large())
         self._plain = plain and self.answers is not None and method == b"GET"
         # HTTP/1.0 with Transfer-Encoding: the framing is suspect; close after it (9112 6.1)
-        self._keep = (parser.should_keep_alive() and not self.stopping
-                      and not (chunked and version == "1.0"))
+        self._keep = keep and not self.stopping and not (chunked and version == "1.0")
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
 
     # -- bodies ----------------------------------------------------------------------------------
@@ -488,8 +500,8 @@ class ServerProtocol:
         elif self._plain and self._answer_ready():
             seq = self.next_seq - 1
         else:
-            body = self._body
-            request = self._make_request(body[0] if len(body) == 1 else b"".join(body))
+            # (one piece, or none: joined without a copy)
+            request = self._make_request(b"".join(self._body))
             if type(framing) is Dechunker:
                 request.trailers = framing.trailers
             seq = request.seq
@@ -501,21 +513,20 @@ class ServerProtocol:
 
     def _make_request(self, body: bytes) -> HttpRequest:
         """The request read so far, with the next sequence number."""
-        url = self._url
-        # (find, not "in": CPython's bytes.__contains__ first tries the needle as an int, and
-        # the TypeError it raises and clears costs more than the rest of this method)
-        if url.find(b"#") >= 0:                # a fragment is the client's business
-            url = url.partition(b"#")[0]
-        if url[:1] == b"/":
-            path, _, query = url.partition(b"?")
-        elif url == b"*":
-            path, query = url, b""
+        target = self._url.decode("latin-1")
+        if "#" in target:                      # a fragment is the client's business
+            target = target.partition("#")[0]
+        if target[:1] == "/":
+            path, _, query = target.partition("?")
+        elif target == "*":
+            path, query = target, ""
         else:                                  # absolute-form: http://host/path?query
             try:
-                parsed = httptools.parse_url(url)
+                parsed = httptools.parse_url(target.encode("latin-1"))
             except httptools.HttpParserInvalidURLError:
                 raise _Refuse(responses.bad_request("bad request target")) from None
-            path, query = parsed.path or b"/", parsed.query or b""
+            path = (parsed.path or b"/").decode("latin-1")
+            query = (parsed.query or b"").decode("latin-1")
             if parsed.host:                    # the target's host, not the Host field (3.2.2)
                 host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
                                                                             parsed.port)
@@ -524,9 +535,8 @@ class ServerProtocol:
         seq = self.next_seq
         self.next_seq += 1
         return HttpRequest(
-            self._method.decode("ascii"), url.decode("latin-1"), path.decode("latin-1"),
-            query.decode("latin-1"), self._headers, body, self._version, self.connection, seq,
-            self._keep, self.peer, self.scheme)
+            self._method.decode("ascii"), target, path, query, self._headers, body,
+            self._version, self.connection, seq, self._keep, self.peer, self.scheme)
 
     def _dispatch(self, request: HttpRequest) -> None:
         self.owed[request.seq] = self._now
@@ -572,11 +582,8 @@ class ServerProtocol:
         entry = (response, request, request.method == "HEAD", request.keep_alive,
                  request.version == "1.0")
         if seq == self.send_seq and self.server is WAITING:   # its turn (_answer, inlined)
-            while self._send(seq, entry):
-                seq = self.send_seq
-                entry = self.ready.pop(seq, None)
-                if entry is None:
-                    break
+            if self._send(seq, entry) and self.ready:
+                self._send_waiting()
         elif (seq <= self.send_seq or seq in self.ready or self.server is CLOSED):
             out.append(Unsent(response))       # late, twice, or its turn taken by a stream
         else:
@@ -593,11 +600,14 @@ class ServerProtocol:
         else keep it until then."""
         if seq != self.send_seq or self.server is STREAMING:
             self.ready[seq] = entry
-            return
-        while self._send(seq, entry):
-            seq = self.send_seq
-            entry = self.ready.pop(seq, None)
-            if entry is None:
+        elif self._send(seq, entry) and self.ready:
+            self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        """Send the answers that waited for the one just sent, while they follow in order."""
+        ready = self.ready
+        while (entry := ready.pop(self.send_seq, None)) is not None:
+            if not self._send(self.send_seq, entry):
                 return
 
     def _send(self, seq: int, entry: tuple) -> bool:
@@ -678,10 +688,8 @@ class ServerProtocol:
             if stream.failed:
                 self.stats.aborted += 1
                 self._close(ABORT)
-            elif self._sent(keep):
-                entry = self.ready.pop(self.send_seq, None)
-                if entry is not None:
-                    self._answer(self.send_seq, entry)
+            elif self._sent(keep) and self.ready:
+                self._send_waiting()
         return out
 
     # -- endings ----------------------------------------------------------------------------------

@@ -19,19 +19,39 @@ from ..io.events import FileSegment
 
 _STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
 _NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
+_WHOLE = (bytes, bytearray, memoryview)
 
-_date_second = 0
+_next_second = 0.0           # when the Date line below goes stale
 _date_line = b""
+_starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this second's Date
 
 
 def date_line() -> bytes:
-    """``Date: ...\\r\\n`` for this second, formatted once a second."""
-    global _date_second, _date_line
-    now = int(time.time())
-    if now != _date_second:
-        _date_line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
-        _date_second = now
+    """``Date: ...\r\n`` for this second, formatted once a second."""
+    if time.time() >= _next_second:
+        _renew()
     return _date_line
+
+
+def _renew() -> None:
+    global _next_second, _date_line, _starts
+    now = int(time.time())
+    _date_line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
+    _starts = {}                               # (replaced, not cleared: other threads read it)
+    _next_second = now + 1
+
+
+def head_start(status: int, http10: bool, reason: str | None) -> bytes:
+    """The status line and the Date line that begin a response; for HTTP/1.1 and the standard
+    phrase, made once a second per status."""
+    if time.time() >= _next_second:
+        _renew()
+    if http10 or reason is not None:
+        return status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + _date_line
+    start = _starts.get(status)
+    if start is None:
+        start = _starts[status] = status_line(status) + _date_line
+    return start
 
 
 def status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = None) -> bytes:
@@ -92,8 +112,7 @@ class Response:
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
         """What to enqueue on the connection, and whether it may stay open afterwards."""
         status, body = self.status, self.body
-        lines = [status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", self.reason),
-                 date_line()]
+        lines = [head_start(status, http10, self.reason)]
         headers, length, connection = self.headers, None, None
         for k, v in headers:
             k = k.lower()
@@ -106,9 +125,10 @@ class Response:
             headers = [(k, v) for k, v in headers if k.lower() != "connection"]
         has_length = length is not None
         chunked = False
-        if status in _NO_BODY:
-            body = b""
-        elif isinstance(body, (bytes, bytearray, memoryview)):
+        whole = isinstance(body, _WHOLE)
+        if status in _NO_BODY:               # no body, and no length for one (RFC 9110 8.6)
+            body, whole = b"", True
+        elif whole:
             if not has_length:
                 lines.append(b"content-length: %d\r\n" % len(body))
         elif isinstance(body, FileBody):
@@ -132,12 +152,12 @@ class Response:
             lines.append(b"connection: keep-alive\r\n")
         elif not keep_alive:
             lines.append(b"connection: close\r\n")
-        lines.append(_header_bytes(headers))
-        lines.append(b"\r\n")
-        if head_only or status in _NO_BODY:
+        lines += (_header_bytes(headers), b"\r\n")
+        if whole:                            # the usual: one bytes, head and body
+            if not head_only:
+                lines.append(body)
             return [b"".join(lines)], keep_alive
-        if isinstance(body, (bytes, bytearray, memoryview)):
-            lines.append(body)
+        if head_only:
             return [b"".join(lines)], keep_alive
         if isinstance(body, FileBody):
             segment = FileSegment(body.fd, body.offset, body.count, body.done, body.tag)

@@ -55,7 +55,12 @@ class HttpConnection:
                 server.respond_put((request, response))
             except SinkError:                  # the server has stopped: nobody to send it to
                 self._release(response)
-        elif self.protocol is not None:
+        else:
+            self.answer(request, response)
+
+    def answer(self, request: HttpRequest, response: Any) -> None:
+        """``respond``, on the loop thread."""
+        if self.protocol is not None:
             self._run(self.protocol.respond(request, response, time.monotonic()))
 
     def _run(self, events: list) -> None:
@@ -196,7 +201,7 @@ class HttpServer(EventHandler):
                     state.feed(ev.data)
             elif kind is tuple:
                 request, response = ev
-                request.connection.respond(request, response)
+                request.connection.answer(request, response)
             elif kind is Connected:
                 self._connected(ev.conn)
             elif kind is Closed or kind is Failed:

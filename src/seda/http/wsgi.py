@@ -35,6 +35,20 @@ _PHRASES = {s.value: s.phrase for s in HTTPStatus}
 # kept as the wish to close.
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                          "upgrade"})
+_KEYS_KEPT = 512
+_LENGTH, _HOP = 0, 1
+_SERVER_FIELDS = {"content-length": _LENGTH, **dict.fromkeys(_HOP_BY_HOP, _HOP)}
+# status lines as applications write them, with the standard phrase: taken as they are
+_STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus}
+
+
+def _status_code(status: str) -> int:
+    """The code of a WSGI status line other than a standard one ("299 Fine", "404 Gone")."""
+    code = status[:3]
+    if (len(status) > 3 and status[3] != " ") or not code.isdigit() or len(code) != 3 \
+            or "\n" in status or "\r" in status:
+        raise ValueError(f"bad WSGI status {status!r}")
+    return int(code)
 
 
 class _Errors:
@@ -95,6 +109,7 @@ class WsgiHandler(EventHandler):
         self.server_name, self.server_port = server_name, str(server_port)
         self.underscore_headers = underscore_headers
         self._errors = _Errors()
+        self._keys: dict[bytes, str] = {}       # header field name -> environ key (_key)
 
     def environ(self, req: HttpRequest) -> dict:
         path = req.path
@@ -123,19 +138,34 @@ class WsgiHandler(EventHandler):
             "wsgi.multiprocess": False,
             "wsgi.run_once": False,
         }
+        keys = self._keys
         for name, value in req.headers:
-            lower = name.lower()
-            key = _SPECIAL.get(lower)
+            key = keys.get(name)
             if key is None:
-                # (find, not "in": see protocol._make_request)
-                if not self.underscore_headers and name.find(b"_") >= 0:
-                    continue
-                key = "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
+                key = self._key(name)
+            if not key:
+                continue
             text = value.decode("latin-1")
             if key in env and key.startswith("HTTP_"):
                 text = env[key] + ("; " if key == "HTTP_COOKIE" else ",") + text
             env[key] = text
         return env
+
+    def _key(self, name: bytes) -> str:
+        """The environ key of a header field name, "" to drop it; the first few hundred names
+        seen are remembered (clients send the same few)."""
+        lower = name.lower()
+        key = _SPECIAL.get(lower)
+        if key is None:
+            # (find, not "in": CPython's bytes.__contains__ first tries the needle as an int,
+            # and the TypeError it raises and clears costs more than the rest of this)
+            if not self.underscore_headers and name.find(b"_") >= 0:
+                key = ""
+            else:
+                key = "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
+        if len(self._keys) < _KEYS_KEPT:
+            self._keys[name] = key
+        return key
 
     def handle_event(self, req: HttpRequest) -> None:
         _Exchange(self, req).run()
@@ -145,7 +175,7 @@ class _Exchange:
     """One request through the application: start_response, write(), the iterable."""
 
     __slots__ = ("counted", "handler", "head_only", "headers", "length", "pieces", "reason", "req",
-                 "status", "stream", "whole")
+                 "status", "stream")
 
     def __init__(self, handler: WsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -155,7 +185,6 @@ class _Exchange:
         self.length: int | None = None             # the declared Content-Length
         self.stream: StreamBody | None = None      # once the head has gone out
         self.pieces: list[bytes] = []              # body held back: known to be whole
-        self.whole = False                         # the iterable is a list: join it
         self.head_only = req.method == "HEAD"
         self.counted = 0                           # body bytes of a HEAD, not sent
 
@@ -166,29 +195,34 @@ class _Exchange:
                     raise exc_info[1].with_traceback(exc_info[2])
             finally:
                 exc_info = None
+            self.pieces = []                       # the body of the answer being replaced
         elif self.status is not None:
             raise AssertionError("start_response called twice without exc_info")
-        code, _, reason = status.partition(" ")
-        if len(code) != 3 or not code.isdigit() or "\n" in status or "\r" in status:
-            raise ValueError(f"bad WSGI status {status!r}")
+        code = _STANDARD.get(status)               # "200 OK": nothing to check or keep
+        if code is not None:
+            self.reason = None
+        else:
+            code = _status_code(status)
+            # the standard phrase comes from a table; only another one is sent as given
+            reason = status.partition(" ")[2]
+            self.reason = None if _PHRASES.get(code) == reason else reason
         length, hop = None, False
         for name, value in headers:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
-            lower = name.lower()
-            if lower == "content-length":
+            role = _SERVER_FIELDS.get(name.lower())
+            if role is None:
+                continue
+            if role is _LENGTH:
                 if not value.strip().isdigit():
                     raise ValueError(f"bad Content-Length {value!r}")
                 length = int(value)
-            elif lower in _HOP_BY_HOP:
+            else:
                 hop = True
-        kept = ([h for h in headers if h[0].lower() not in _HOP_BY_HOP] if hop
-                else list(headers))
-        status_code = int(code)
-        # the standard phrase comes from a table; only another one is sent as given
-        self.reason = None if _PHRASES.get(status_code) == reason else reason
-        self.status, self.headers, self.length = status_code, kept, length
-        self.pieces = []
+        # (Response copies the list it is given: the application's stays its own)
+        self.status, self.length = code, length
+        self.headers = ([h for h in headers if h[0].lower() not in _HOP_BY_HOP] if hop
+                        else headers)
         return self.write
 
     def write(self, data: bytes) -> None:
@@ -201,8 +235,8 @@ class _Exchange:
             self.counted += len(data)
         elif self.stream is not None:
             self.stream.write(data)
-        elif self.whole or (not self.pieces and self.length == len(data)):
-            self.pieces.append(bytes(data))        # whole so far: one bytes at the end
+        elif not self.pieces and self.length == len(data):
+            self.pieces.append(bytes(data))        # whole: one bytes at the end
         else:                                      # more may come, later: stream from here
             self.stream = StreamBody()
             self.req.respond(Response(self.status, self.stream, self.headers,
@@ -216,8 +250,11 @@ class _Exchange:
         result: Any = None
         try:
             result = self.handler.app(env, self.start_response)
-            if type(result) is not FileWrapper or not self._send_file(result):
-                self.whole = isinstance(result, (list, tuple))
+            kind = type(result)
+            if (kind is list or kind is tuple) and self.stream is None and not self.head_only:
+                self.pieces += result              # whole: joined once, in _finish
+                self._finish()
+            elif kind is not FileWrapper or not self._send_file(result):
                 for piece in result:
                     self.write(piece)
                 self._finish()
@@ -242,7 +279,7 @@ class _Exchange:
             self.stream.finish()
             return
         headers = self.headers
-        body = b"".join(self.pieces) if len(self.pieces) != 1 else self.pieces[0]
+        body = b"".join(self.pieces)               # (one bytes piece: itself, no copy)
         if self.head_only:
             if self.length is None:                # what a GET would have said
                 headers = [*headers, ("Content-Length", str(self.counted))]

@@ -96,7 +96,7 @@ class Connection:
         size. ``max_pending=None``: the owner bounds what it queues (see ``when_drained``)."""
         if self.closing:
             raise StageClosedError(f"{self!r} is closed")
-        size = _size(item)
+        size = len(item) if type(item) is bytes else _size(item)
         if self.max_pending is not None and self.pending > self.max_pending:
             self._overflow()
         self.pending += size
@@ -225,15 +225,8 @@ class Connection:
             self._layer.write_put(self)
 
     def _flush(self) -> None:
-        """Hand queued data to the kernel; tell a waiting owner once it has drained."""
-        self._flush_out()
-        drained = self._drained
-        if drained is not None and self.pending <= drained[1]:
-            self._drained = None
-            drained[0]()
-
-    def _flush_out(self) -> None:
-        """One send for everything queued where possible."""
+        """Hand queued data to the kernel, one send for everything queued where possible; tell
+        a waiting owner once it has drained."""
         self.scheduled = False
         if self.closed:
             return
@@ -247,14 +240,16 @@ class Connection:
             out, chunks, size = self.out, [], 0
             while out:
                 item = out.popleft()
-                if item is _CLOSE:
+                if type(item) is bytes:           # the usual: straight to the next send
+                    pass
+                elif item is _CLOSE:
                     if chunks and not self._send(chunks):
                         out.appendleft(item)
                         return
                     self._confirm()
                     self._linger()
                     return
-                if isinstance(item, FileSegment):
+                elif isinstance(item, FileSegment):
                     if chunks and not self._send(chunks):
                         out.appendleft(item)
                         return
@@ -270,7 +265,7 @@ class Connection:
                         if not self._send_buffer():
                             return
                         continue
-                if isinstance(item, Send):
+                elif isinstance(item, Send):
                     self._completions.append((item.done, item.tag))
                     item = item.data
                 self.pending -= len(item)
@@ -282,9 +277,15 @@ class Connection:
                     chunks, size = [], 0
             if chunks and not self._send(chunks):
                 return
-            self._confirm()
+            if self._completions:
+                self._confirm()
         except OSError as exc:
             self._teardown(exc)
+        finally:
+            drained = self._drained
+            if drained is not None and self.pending <= drained[1]:
+                self._drained = None
+                drained[0]()
 
     def _read_piece(self, seg: FileSegment) -> bytes:
         """The next piece of a file segment (now in memory, so counted in ``pending``), leaving
