@@ -377,6 +377,21 @@ def test_a_head_too_slow_gets_408():
     assert c.statuses() == [408] and c.closed
 
 
+def test_empty_lines_between_requests_are_no_request():
+    """RFC 9112 2.2: a CRLF after a body (old clients send one) is ignored; it starts no head
+    whose timeout would answer an idle connection with a 408."""
+    c = Conn(Limits(header_timeout=5, keepalive_timeout=20))
+    (req,) = c.send(post("/", b"data"))
+    c.answer(req)
+    c.send(b"\r\n")
+    c.tick(10)
+    assert c.statuses() == [200] and not c.closed
+    (req,) = c.send(get("/next"))
+    assert req.path == "/next"
+    c.send(b"\r\n\r\n" + get("/after"))
+    assert [r.path for r in c.requests()] == ["/", "/next", "/after"]
+
+
 def test_an_idle_keep_alive_connection_is_closed_but_not_while_an_answer_is_owed():
     c = Conn(Limits(keepalive_timeout=5, response_timeout=60))
     (req,) = c.send(get("/"))

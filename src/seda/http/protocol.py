@@ -90,13 +90,25 @@ PAUSE = _Signal("PAUSE")      # stop reading: nothing more is wanted for now
 RESUME = _Signal("RESUME")    # read again
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_EMPTY_LINE = b"\r\n"
 # Header fields the protocol itself reads; any other role makes a request not plain (its answer
 # may depend on more than its target, so no ready answer may serve it).
-_HOST, _LENGTH, _CODING, _EXPECT, _CONNECTION, _CONDITION = range(6)
+_OTHER, _HOST, _LENGTH, _CODING, _EXPECT, _CONNECTION, _CONDITION = range(7)
 _ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"transfer-encoding": _CODING,
           b"expect": _EXPECT, b"connection": _CONNECTION,
           **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
                            b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
+# The role of each field name as clients spell it ("Host", "user-agent"), for the first few
+# hundred spellings seen: a lookup instead of a lower() per field per request.
+_ROLE_OF: dict[bytes, int] = {}
+_SPELLINGS_KEPT = 512
+
+
+def _role(name: bytes) -> int:
+    role = _ROLES.get(name.lower(), _OTHER)
+    if len(_ROLE_OF) < _SPELLINGS_KEPT:
+        _ROLE_OF[name] = role
+    return role
 # RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
 _VALID_HOST = re.compile(rb"(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -192,7 +204,7 @@ class ServerProtocol:
         self._head_limit = self.limits.max_request_line + self.limits.max_header_bytes + 4
         self._pipelined = self.limits.max_pipelined
         self._host = b""                      # the last Host value found valid
-        # the request being read: set as its head is parsed (on_message_begin, on_url,
+        # the request being read: set as its head is parsed (_head, on_url,
         # on_header, on_headers_complete) and its body read (_start_body)
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
@@ -262,6 +274,14 @@ class ServerProtocol:
 
     def _head(self, data: bytes) -> bytes:
         """Feed llhttp up to the end of a head (CRLF CRLF); return what follows it."""
+        # a request begins (seen here, where heads are framed: no callback from llhttp needed);
+        # the empty lines a client may send between requests begin none (RFC 9112 2.2)
+        if self.client is IDLE and data[0] not in _EMPTY_LINE:
+            self.client = _CLIENT[IDLE]["begin"]
+            self.deadline = self._now + self.limits.header_timeout
+            self._url = b""
+            self._headers = []
+            self._expect = False
         end = data.find(b"\r\n\r\n")
         cut = end + 4 if end >= 0 and not self._tail else self._cut(data)
         if cut == len(data):                   # (usually the whole packet is one head)
@@ -327,13 +347,6 @@ class ServerProtocol:
 
     # -- llhttp's callbacks (heads only) --------------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        self.client = _CLIENT[self.client]["begin"]    # inline _client(): the hot path
-        self.deadline = self._now + self.limits.header_timeout
-        self._url = b""
-        self._headers = []
-        self._expect = False
-
     def on_url(self, url: bytes) -> None:
         self._url += url                       # almost always in one piece
         if len(self._url) > self.limits.max_request_line:
@@ -362,16 +375,21 @@ class ServerProtocol:
         self._method = method = parser.get_method()
         if method == b"CONNECT":               # not a proxy
             raise _Refuse(responses.not_implemented())
-        hosts = length = 0
+        host: bytes | None = None
+        length = 0
         plain = True
         chunked = False
         keep = version == "1.1"                # unless it says otherwise (RFC 9112 9.3)
-        for k, v in headers:                   # one pass, one lower() per header
-            role = _ROLES.get(k.lower())
+        for k, v in headers:                   # one pass; a field's role looked up once
+            role = _ROLE_OF.get(k)
             if role is None:
+                role = _role(k)
+            if role is _OTHER:
                 continue
             if role is _HOST:
-                hosts += 1
+                if host is not None:
+                    raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
+                host = v
                 if v != self._host:            # the same client sends the same Host
                     if _VALID_HOST.fullmatch(v) is None:
                         raise _Refuse(responses.bad_request("invalid Host header"))
@@ -397,7 +415,7 @@ class ServerProtocol:
                     keep = True
             else:
                 plain = False
-        if hosts > 1 or (version == "1.1" and not hosts):
+        if host is None and version == "1.1":
             raise _Refuse(responses.bad_request("HTTP/1.1 needs exactly one Host header"))
         if length > limits.max_body:
             raise _Refuse(responses.payload_too_large())
