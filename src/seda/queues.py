@@ -159,7 +159,7 @@ class FifoQueue:
 
     def _pop(self, worker: Worker, limit: int) -> list:
         items = self.items                  # producers may append meanwhile: pop, never clear
-        if len(items) == 1:
+        if limit == 1 or len(items) == 1:   # (a WSGI stage takes one request at a time)
             return [items.popleft()]
         pop = items.popleft
         return [pop() for _ in range(min(len(items), limit))]
