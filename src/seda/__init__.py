@@ -1,10 +1,10 @@
 """seda: the staged event-driven architecture (Welsh, 2002) for Python services."""
 
 from .config import ConfigError
-from .runtime import Runtime
-from .signals import StagesInitialized, Stopping
-from .sink import RejectedError, Sink, SinkError, StageClosedError
-from .stage import EventHandler, Stage, StageContext, single_threaded
+from ._runtime import Runtime
+from ._signals import StagesInitialized, Stopping
+from ._sink import RejectedError, Sink, SinkError, StageClosedError
+from ._stage import EventHandler, Stage, StageContext, single_threaded
 
 __all__ = [
     "ConfigError",

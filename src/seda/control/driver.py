@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..scheduler import Scheduler
+from .._scheduler import Scheduler
 
 log = logging.getLogger("seda")
 

@@ -5,7 +5,7 @@ thrashing, watches throughput fall as threads are added. For a handler that wait
 sockets, a database) both rules go wrong: one slow request holds a thread while the next ones
 queue behind it, and a throughput drop caused by requests that take long reads as thrashing. So
 the pool starts threads as soon as events wait behind threads that are held up (up to its cap;
-see ``seda.threads``), and the thesis's rules act only on handlers that keep the CPU busy, where
+see ``seda._threads``), and the thesis's rules act only on handlers that keep the CPU busy, where
 under the GIL threads add contention, not capacity.
 """
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..io.events import Closed, Connected, Failed, FileSegment, Packet, WriteDone
 from ..io.sockets import SocketLayer
-from ..signals import Stopping
-from ..sink import SinkError
-from ..stage import EventHandler
+from .._signals import Stopping
+from .._sink import SinkError
+from .._stage import EventHandler
 from . import response as responses
 from .answers import ReadyAnswer
 from .limits import Limits

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..io.events import WriteDone
-from ..stage import EventHandler
+from .._stage import EventHandler
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest

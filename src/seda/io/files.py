@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from ..control import ThreadPoolController
-from ..stage import EventHandler
+from .._stage import EventHandler
 
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)
 _CANNOT_WAIT = {errno.EAGAIN, errno.EWOULDBLOCK}

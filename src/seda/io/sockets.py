@@ -20,9 +20,9 @@ from collections import deque
 from typing import Any
 
 from ..control.token_bucket import TokenBucket
-from ..signals import Stopping
-from ..sink import RejectedError, SinkError, StageClosedError
-from ..stage import EventHandler
+from .._signals import Stopping
+from .._sink import RejectedError, SinkError, StageClosedError
+from .._stage import EventHandler
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
 from .tls import TLSSession
 

@@ -12,13 +12,13 @@ from typing import Any
 from .control.batching import BatchingController
 from .control.driver import Controller, ControlThread
 from .control.thread_pool import ThreadPoolController
-from .loop import EventLoop, LoopStage
-from .processes import ProcessPool
+from ._loop import EventLoop, LoopStage
+from ._processes import ProcessPool
 from .profile.graph import to_dot
-from .signals import Signals, StagesInitialized, Stopping
-from .stage import Stage
-from .threads import ThreadPool
-from .timer import Timer
+from ._signals import Signals, StagesInitialized, Stopping
+from ._stage import Stage
+from ._threads import ThreadPool
+from ._timer import Timer
 
 log = logging.getLogger("seda")
 _GRACE = 2.0    # seconds past the stop deadline for handlers to finish the batch in hand

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .sink import Sink
+from ._sink import Sink
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ._runtime import Runtime
 
 log = logging.getLogger("seda")
 

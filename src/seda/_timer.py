@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from .scheduler import Scheduler
+from ._scheduler import Scheduler
 
 
 class TimerHandle:

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .queues import IDLE, FifoQueue, KeyedQueue, Worker
-from .sink import Cursor, thread_cursor
+from ._queues import IDLE, FifoQueue, KeyedQueue, Worker
+from ._sink import Cursor, thread_cursor
 
 
 class ThreadPool:

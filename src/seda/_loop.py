@@ -19,7 +19,7 @@ from collections.abc import Callable
 from random import randrange
 from typing import Any
 
-from .sink import Cursor, thread_cursor
+from ._sink import Cursor, thread_cursor
 
 log = logging.getLogger("seda")
 

@@ -21,10 +21,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .queues import Worker
-from .sink import RejectedError, SinkError, StageClosedError, Transaction
-from .stage import Stage
-from .threads import ThreadPool
+from ._queues import Worker
+from ._sink import RejectedError, SinkError, StageClosedError, Transaction
+from ._stage import Stage
+from ._threads import ThreadPool
 
 log = logging.getLogger("seda")
 _mp = multiprocessing.get_context("spawn")   # fork is unsafe in a process that runs threads
