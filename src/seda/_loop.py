@@ -19,7 +19,7 @@ from collections.abc import Callable
 from random import randrange
 from typing import Any
 
-from ._sink import Cursor, thread_cursor
+from ._sink import Cursor, connect, thread_cursor
 
 log = logging.getLogger("seda")
 
@@ -30,8 +30,9 @@ _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 _MASKS = (_IN, _OUT)
 _IN_ERR = _IN | select.EPOLLERR | select.EPOLLHUP
 _OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
-# One batch in SAMPLE_EVERY is timed for the stage's service-time statistics: an unbiased
-# sample, without two clock readings on every hop.
+# One batch in SAMPLE_EVERY of each stage (its first among them) is timed for that stage's
+# service-time statistics: an unbiased sample, without two clock readings on every hop. The
+# count is the stage's own: one shared by all would time some stages of a ring never.
 SAMPLE_EVERY = 16
 
 
@@ -39,14 +40,16 @@ class LoopStage:
     """The thread manager of one non-blocking stage: its deque on the shared loop."""
 
     kind = "loop"
-    __slots__ = ("items", "loop", "scheduled", "stage")
+    local = True
+    __slots__ = ("items", "loop", "runs", "scheduled", "stage")
 
     def __init__(self, stage: Any, loop: EventLoop) -> None:
         self.stage = stage
         self.loop = loop
         self.items: deque = deque()
         self.scheduled = False       # waiting in the loop's ready line
-        stage.sink._connect(self.put, self.put_many, self.items.__len__)
+        self.runs = 0                # batches run: every SAMPLE_EVERY-th is timed
+        connect(stage.sink, self.put, self.put_many, self.items.__len__)
 
     def put(self, ev: Any) -> None:
         self.items.append(ev)
@@ -245,14 +248,15 @@ class EventLoop:
                         batch = [pop() for _ in range(n)]
                 except IndexError:          # discard() emptied it meanwhile: nothing to run
                     continue
-                self.batches = batches = self.batches + 1
+                self.batches += 1
                 cursor.stage = stage
-                # Stage.run inlined: this is the hop between two stages on the loop.
-                timed = not batches % SAMPLE_EVERY
+                # run_batch inlined: this is the hop between two stages on the loop.
+                timed = not lq.runs % SAMPLE_EVERY
+                lq.runs += 1
                 if timed:
                     start = clock()
                 try:
-                    stage._handle(batch)
+                    stage.handle_batch(batch)
                 except Exception:
                     stage.failed()
                 if timed:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._queues import Worker
-from ._sink import RejectedError, SinkError, StageClosedError, Transaction
-from ._stage import Stage
+from ._sink import RejectedError, SinkError, StageClosedError, Transaction, connect
+from ._stage import Stage, run_batch
 from ._threads import ThreadPool
 
 log = logging.getLogger("seda")
@@ -46,6 +46,7 @@ class ProcessPool(ThreadPool):
     """``processes`` worker processes running copies of the stage's handler."""
 
     kind = "processes"
+    local = False                 # the handler lives in the children: they init and destroy it
 
     def __init__(self, stage: Stage, processes: int, key: Callable[[Any], Any] | None = None):
         self._keyed = key is not None
@@ -70,7 +71,7 @@ class ProcessPool(ThreadPool):
                 items = list(zip(map(key, events), items, strict=True))
             queue.put_many(items)
 
-        stage.sink._connect(put, put_many, queue.__len__)
+        connect(stage.sink, put, put_many, queue.__len__)
 
     # -- processes -----------------------------------------------------------------------------
 
@@ -283,7 +284,7 @@ def _child_main(conn: Any, name: str, handler: bytes, params: dict) -> None:
     try:
         while (batch := conn.recv()) is not None:
             stage.tracebacks = []
-            stage.run([pickle.loads(data) for data in batch])
+            run_batch(stage, [pickle.loads(data) for data in batch])
             conn.send(("done", stage.tracebacks))
     except (EOFError, KeyboardInterrupt):
         pass

@@ -89,7 +89,7 @@ class FifoQueue:
         """Set the cap; wake workers it held back. Returns how many ready batches got none."""
         with self.lock:
             self.cap = cap
-            return self._wake(self._ready())
+            return self._wake(self.startable())
 
     def idle(self) -> bool:
         with self.lock:
@@ -148,7 +148,7 @@ class FifoQueue:
     def _has_work(self) -> bool:
         return bool(self.items)
 
-    def _ready(self) -> int:
+    def startable(self) -> int:
         """Batches that could start now if there were workers for them (at most)."""
         return len(self.items)
 
@@ -226,7 +226,7 @@ class KeyedQueue(FifoQueue):
     def _has_work(self) -> bool:
         return bool(self.ready)
 
-    def _ready(self) -> int:
+    def startable(self) -> int:
         return len(self.ready)
 
     def _finish(self, worker: Worker) -> None:

@@ -9,16 +9,17 @@ from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
-from .control.batching import BatchingController
-from .control.driver import Controller, ControlThread
-from .control.thread_pool import ThreadPoolController
+from ._abc import Controller
+from ._control import ControlThread
 from ._loop import EventLoop, LoopStage
 from ._processes import ProcessPool
-from .profile.graph import to_dot
 from ._signals import Signals, StagesInitialized, Stopping
+from ._sink import close as close_sink
 from ._stage import Stage
 from ._threads import ThreadPool
 from ._timer import Timer
+from .profile.graph import to_dot
+from .profile.sampler import Sampler
 
 log = logging.getLogger("seda")
 _GRACE = 2.0    # seconds past the stop deadline for handlers to finish the batch in hand
@@ -45,8 +46,8 @@ class Runtime:
         self.timer = Timer()
         self.signals = Signals()
         self.control = ControlThread()
-        self._sampler: Any = None
-        self._profile: tuple[str, float] | None = None     # from a config file, begun at start
+        self._sampler: Sampler | None = None
+        self._profile: tuple[str, float] | None = None     # asked for before start
 
     @classmethod
     def from_config(cls, path: str | PathLike) -> Runtime:
@@ -62,8 +63,8 @@ class Runtime:
         name: str,
         handler: Any,
         *,
-        threads: int | ThreadPoolController = 1,
-        batch: int | BatchingController = 64,
+        threads: int | Controller = 1,
+        batch: int | Controller = 64,
         predicate: Any = None,
         params: dict | None = None,
         blocking: bool = True,
@@ -80,15 +81,16 @@ class Runtime:
         ``threads``, ``batch`` and ``predicate`` take a constant or a controller from
         ``seda.control``, which the runtime attaches to the stage and runs on its control thread.
         """
-        thread_ctl = threads if isinstance(threads, ThreadPoolController) else None
-        batch_ctl = batch if isinstance(batch, BatchingController) else None
+        # a controller as a knob sets it when attached (the pool's bounds, the first batch)
+        thread_ctl = threads if isinstance(threads, Controller) else None
+        batch_ctl = batch if isinstance(batch, Controller) else None
         if thread_ctl is not None:
             if not blocking or processes is not None:
-                raise ValueError(f"stage {name!r}: a ThreadPoolController sizes a thread pool; "
+                raise ValueError(f"stage {name!r}: a controller of threads sizes a thread pool; "
                                  "this stage has none")
-            threads = thread_ctl.min
+            threads = 1
         if batch_ctl is not None:
-            batch = batch_ctl.max
+            batch = 1
         if not isinstance(name, str) or not name:
             raise ValueError(f"a stage name is a non-empty string, got {name!r}")
         if isinstance(handler, type):
@@ -148,7 +150,7 @@ class Runtime:
 
     @staticmethod
     def _init_stage(stage: Stage) -> None:
-        if not isinstance(stage.manager, ProcessPool):      # a process stage inits in its children
+        if stage.manager.local:                # a process stage inits in its children
             try:
                 stage.handler.init(stage.context())
             except Exception as exc:
@@ -159,14 +161,13 @@ class Runtime:
         are not a stage's knob, such as ``control.Degrader``."""
         self.control.add(controller)
 
-    def _replace_controller(self, old: Any, new: Any) -> None:
-        """A sink's predicate changed: keep the control thread's list in step."""
-        if isinstance(old, Controller):
-            self.control.remove(old)
-        if isinstance(new, Controller):
-            self.control.add(new)
+    def remove_controller(self, controller: Controller) -> None:
+        """Stop ticking ``controller`` (a stage's predicate was replaced, say)."""
+        self.control.remove(controller)
 
-    def _destroy_stage(self, stage: Stage, timeout: float) -> None:
+    def destroy_stage(self, stage: Stage, timeout: float = 5.0) -> None:
+        """``stage.destroy(timeout)``: refuse new events, let the queued ones drain (up to
+        ``timeout`` seconds), then call the handler's ``destroy``."""
         with self._lock:
             if self._stages.get(stage.name) is not stage:
                 return
@@ -179,7 +180,7 @@ class Runtime:
     def _finish(self, stage: Stage, deadline: float) -> None:
         """Close, drain and destroy one stage (its sink already refuses or is about to). What
         is still queued at the deadline is dropped, so no thread outlives ``stop``."""
-        stage.sink._close()
+        close_sink(stage.sink)
         if not stage.manager.stop(deadline):
             dropped = stage.manager.discard()
             log.warning("stage %r: queue not drained by the deadline; dropped %d events",
@@ -187,7 +188,7 @@ class Runtime:
             if not stage.manager.stop(time.monotonic() + _GRACE):
                 log.warning("stage %r: a handler is still running %.0f s after the deadline",
                             stage.name, _GRACE)
-        if not isinstance(stage.manager, ProcessPool):
+        if stage.manager.local:
             try:
                 stage.handler.destroy()
             except Exception:
@@ -246,7 +247,7 @@ class Runtime:
             log.warning("runtime: queues still busy after %.1f s; stopping anyway", timeout)
         stages = list(self._stages.values())
         for stage in stages:
-            stage.sink._close()
+            close_sink(stage.sink)
         for stage in stages:
             self._finish(stage, deadline)
         if not self.loop.stop(max(0.1, deadline - time.monotonic())):
@@ -317,11 +318,13 @@ class Runtime:
         """The stage graph as Graphviz DOT text."""
         return to_dot(list(self._stages), self.stage_graph())
 
-    def start_profiler(self, path: str | PathLike, interval: float = 1.0) -> Any:
+    def start_profiler(self, path: str | PathLike, interval: float = 1.0) -> Sampler | None:
         """Append a JSON line of ``stats()`` plus RSS to ``path`` every ``interval`` seconds
-        until the runtime stops; ``python -m seda.profile plot`` draws the file."""
-        from .profile.sampler import Sampler
-
+        until the runtime stops; ``python -m seda.profile plot`` draws the file. Before
+        ``start``, the profiler is begun by ``start`` (and None returned)."""
+        if self._state == "new":
+            self._profile = (str(path), interval)
+            return None
         if self._sampler is not None:
             self._sampler.stop()
         self._sampler = Sampler(self, path, interval)

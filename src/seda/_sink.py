@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
 
+from ._abc import Controller
+
 
 class SinkError(Exception):
     """An enqueue did not happen."""
@@ -70,13 +72,13 @@ class Sink:
 
     __slots__ = (
         "_accept",
-        "_length",
         "_lock",
         "_predicate",
         "_put",
         "_put_many",
         "closed",
         "edges",
+        "length",
         "name",
         "rejected",
         "reserved",
@@ -95,18 +97,9 @@ class Sink:
         self._predicate: Any = None
         self._put: Callable[[Any], None] = _closed(name)
         self._put_many: Callable[[list], None] = _closed(name)
-        self._length: Callable[[], int] = lambda: 0
+        #: ``len(sink)`` without the dispatch: what controllers call on every tick
+        self.length: Callable[[], int] = lambda: 0
         self._lock = threading.Lock()
-
-    def _connect(self, put: Callable, put_many: Callable, length: Callable[[], int]) -> None:
-        """Called by the thread manager that will drain this queue."""
-        self._put, self._put_many, self._length = put, put_many, length
-
-    def _close(self) -> None:
-        """Refuse every enqueue from now on; events already queued still drain."""
-        self.closed = True
-        refuse = _closed(self.name)
-        self._accept = self._put = self._put_many = refuse
 
     # -- admission -----------------------------------------------------------------------------
 
@@ -134,7 +127,11 @@ class Sink:
             attach = getattr(predicate, "attach", None)
             if attach is not None:
                 attach(self.stage)
-            self.stage.runtime._replace_controller(old, predicate)
+            runtime = self.stage.runtime
+            if isinstance(old, Controller):
+                runtime.remove_controller(old)
+            if isinstance(predicate, Controller):
+                runtime.add_controller(predicate)
         self._predicate = predicate
         self._accept = accept
 
@@ -179,7 +176,7 @@ class Sink:
         return True
 
     def __len__(self) -> int:
-        return self._length()
+        return self.length()
 
     # -- transactional enqueue (thesis Fig. 26-27) ---------------------------------------------
 
@@ -214,3 +211,24 @@ class Sink:
 
     def __repr__(self) -> str:
         return f"<Sink {self.name!r} queue={len(self)}>"
+
+
+# -- for the runtime and its thread managers, not for handlers ------------------------------------
+
+def connect(sink: Sink, put: Callable[[Any], None], put_many: Callable[[list], None],
+            length: Callable[[], int]) -> None:
+    """Plug the queue of the thread manager that drains ``sink``'s stage into it (or, for an
+    observed stage, wrappers around that queue's functions)."""
+    sink._put, sink._put_many, sink.length = put, put_many, length
+
+
+def queue_of(sink: Sink) -> tuple[Callable[[Any], None], Callable[[list], None]]:
+    """The put functions ``connect`` plugged in, to wrap them."""
+    return sink._put, sink._put_many
+
+
+def close(sink: Sink) -> None:
+    """Refuse every enqueue from now on; events already queued still drain."""
+    sink.closed = True
+    refuse = _closed(sink.name)
+    sink._accept = sink._put = sink._put_many = refuse

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._sink import Sink
+from ._sink import Sink, connect, queue_of
 
 if TYPE_CHECKING:
+    from ._abc import Controller, ThreadManager
     from ._runtime import Runtime
 
 log = logging.getLogger("seda")
@@ -81,9 +82,9 @@ class Stage:
     """A handle to one stage: its name, its sink, and ``destroy()`` (thesis 5.3.2's StageIF)."""
 
     __slots__ = (
-        "_handle", "_last_report", "_unreported", "batch", "batch_control", "errors", "handler",
-        "manager", "name", "observers", "params", "processed", "runtime", "service_times", "sink",
-        "thread_control", "timed",
+        "_last_report", "_unreported", "batch", "batch_control", "errors", "handle_batch",
+        "handler", "manager", "name", "observers", "params", "processed", "runtime",
+        "service_times", "sink", "thread_control", "timed",
     )
 
     def __init__(self, name: str, handler: Any, runtime: Runtime, batch: int, params: dict) -> None:
@@ -93,7 +94,7 @@ class Stage:
         self.params = params
         self.batch = batch
         self.sink = Sink(name, self)
-        self.manager: Any = None
+        self.manager: ThreadManager = None  # type: ignore[assignment]  # set by the runtime
         self.processed = 0
         self.errors = 0
         # seconds per event over recent batches (all of a pool's, a sample of the loop's)
@@ -102,18 +103,20 @@ class Stage:
         self._unreported = 0
         self.observers: list[Observer] = []
         self.timed = False                   # events carry their enqueue time (see observe)
-        self.thread_control: Any = None      # a ThreadPoolController sizing this stage's pool
-        self.batch_control: Any = None       # a BatchingController setting ``batch``
+        self.thread_control: Controller | None = None   # sizing this stage's pool
+        self.batch_control: Controller | None = None    # setting ``batch``
         # A handler that keeps the default handle_events gets per-event error isolation: one
         # bad event does not cost the rest of its batch.
+        # (``handle_batch`` is the thread managers' way in: see ``run_batch``)
+        self.handle_batch: Callable[[list], None]
         if type(handler).handle_events is EventHandler.handle_events:
-            self._handle = self._handle_each
+            self.handle_batch = self._handle_each
         else:
-            self._handle = handler.handle_events
+            self.handle_batch = handler.handle_events
 
     def destroy(self, timeout: float = 5.0) -> None:
         """Refuse new events, let the queued ones drain, then call the handler's ``destroy``."""
-        self.runtime._destroy_stage(self, timeout)
+        self.runtime.destroy_stage(self, timeout)
 
     def context(self) -> StageContext:
         return StageContext(self.runtime, self, self.params)
@@ -139,7 +142,7 @@ class Stage:
         """From now on, wrap events in ``Stamped`` on the way in and unwrap them on the way out.
         Events queued before this arrive bare, hence the type checks."""
         sink, clock, observers = self.sink, time.monotonic, self.observers
-        put, put_many, handle = sink._put, sink._put_many, self._handle
+        (put, put_many), handle = queue_of(sink), self.handle_batch
 
         def stamped_put(ev: Any) -> None:
             put(Stamped(clock(), ev))
@@ -183,20 +186,9 @@ class Stage:
                 observer(events, waits, responses)
 
         if not sink.closed:
-            sink._put, sink._put_many = stamped_put, stamped_put_many
-        self._handle = timed_each if handle == self._handle_each else timed_handle
+            connect(sink, stamped_put, stamped_put_many, sink.length)
+        self.handle_batch = timed_each if handle == self._handle_each else timed_handle
         self.manager.unwrap_keys(lambda x: x.ev if type(x) is Stamped else x)
-
-    # -- called by thread managers -------------------------------------------------------------
-
-    def run(self, events: list) -> None:
-        """Hand one batch to the handler; an exception is logged and counted, never propagated."""
-        start = time.perf_counter()
-        try:
-            self._handle(events)
-        except Exception:
-            self.failed()
-        self.service_times.append((time.perf_counter() - start) / len(events))
 
     def _handle_each(self, events: list) -> None:
         handle = self.handler.handle_event
@@ -225,3 +217,15 @@ class Stage:
 
     def __repr__(self) -> str:
         return f"<Stage {self.name!r}>"
+
+
+def run_batch(stage: Stage, events: list) -> None:
+    """A thread manager hands ``stage`` one batch: the handler runs it, an exception is logged
+    and counted, never propagated, and the time per event is kept for the statistics. (The
+    event loop does the same inline: its hops are the hot path.)"""
+    start = time.perf_counter()
+    try:
+        stage.handle_batch(events)
+    except Exception:
+        stage.failed()
+    stage.service_times.append((time.perf_counter() - start) / len(events))

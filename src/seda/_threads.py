@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._queues import IDLE, FifoQueue, KeyedQueue, Worker
-from ._sink import Cursor, thread_cursor
+from ._sink import Cursor, connect, thread_cursor
+from ._stage import run_batch
 
 
 class ThreadPool:
@@ -33,6 +34,7 @@ class ThreadPool:
     STALL = 0.005
 
     kind = "threads"
+    local = True
 
     def __init__(self, stage: Any, threads: int, key: Callable[[Any], Any] | None = None) -> None:
         if threads < 1:
@@ -54,7 +56,7 @@ class ThreadPool:
         self.grow_on_stall = True              # set by the controller: do the handlers wait?
         self.started = False
         self.deadline: float | None = None     # set by stop(): when threads must be gone
-        stage.sink._connect(self.queue.put, self.queue.put_many, self.queue.__len__)
+        connect(stage.sink, self.queue.put, self.queue.put_many, self.queue.__len__)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -72,6 +74,10 @@ class ThreadPool:
         if isinstance(self.queue, KeyedQueue):
             key = self.queue.key
             self.queue.key = lambda item: key(unwrap(item))
+
+    def busy_with(self, key: Any) -> bool:
+        """A keyed stage: whether events with ``key`` are queued or being handled."""
+        return self.queue.busy_with(key)
 
     @property
     def cap(self) -> int:
@@ -156,7 +162,7 @@ class ThreadPool:
             self._watching = False
             return
         if queue.batches == batches and self.cpu_time() - cpu < 0.2 * self.STALL:
-            self._grow(queue._ready())
+            self._grow(queue.startable())
         self._look_again()
 
     def _grow(self, count: int) -> None:
@@ -232,7 +238,7 @@ class ThreadPool:
         return Worker()
 
     def run_batch(self, worker: Worker, batch: list) -> None:
-        self.stage.run(batch)
+        run_batch(self.stage, batch)
 
     def end_worker(self, worker: Worker) -> None:
         pass

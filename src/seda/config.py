@@ -86,7 +86,7 @@ def load(runtime: Any, path: str | PathLike) -> Any:
         interval = profile.get("interval", 1.0)
         if not isinstance(interval, (int, float)) or interval <= 0:
             raise ConfigError(f"{where}.interval: a number of seconds > 0, got {interval!r}")
-        runtime._profile = (profile["path"], float(interval))
+        runtime.start_profiler(profile["path"], float(interval))    # begun by start()
     return runtime
 
 

@@ -32,10 +32,10 @@ class FakeSink:
     reserved = 0
 
     def __init__(self, stage: FakeStage) -> None:
-        self._length = lambda: stage.queue
+        self.length = lambda: stage.queue
 
     def __len__(self) -> int:
-        return self._length()
+        return self.length()
 
 
 class FakeStage:

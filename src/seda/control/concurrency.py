@@ -37,7 +37,7 @@ class AdaptiveConcurrency(Controller):
 
     def attach(self, stage: Any) -> None:
         super().attach(stage)
-        self._length = stage.sink._length
+        self._length = stage.sink.length
         stage.observe(self.observe)
 
     def observe(self, events: list, waits: list, responses: list) -> None:

@@ -30,7 +30,7 @@ class QueueDelay(Controller):
 
     def attach(self, stage: Any) -> None:
         super().attach(stage)
-        self._length = stage.sink._length
+        self._length = stage.sink.length
         stage.observe(self.observe)
 
     def observe(self, events: list, waits: list, responses: list) -> None:

@@ -17,7 +17,7 @@ class QueueThreshold:
 
     def attach(self, stage: Any) -> None:
         self._sink = stage.sink
-        self._length = stage.sink._length     # the queue's own len(): one C call, no wrapper
+        self._length = stage.sink.length     # the queue's own len(): one C call, no wrapper
 
     def accept(self, ev: Any) -> bool:
         return self._length() + self._sink.reserved < self.limit

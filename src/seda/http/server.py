@@ -12,11 +12,11 @@ import threading
 import time
 from typing import Any
 
-from ..io.events import Closed, Connected, Failed, FileSegment, Packet, WriteDone
-from ..io.sockets import SocketLayer
 from .._signals import Stopping
 from .._sink import SinkError
 from .._stage import EventHandler
+from ..io.events import Closed, Connected, Failed, FileSegment, Packet, WriteDone
+from ..io.sockets import SocketLayer
 from . import response as responses
 from .answers import ReadyAnswer
 from .limits import Limits

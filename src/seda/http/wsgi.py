@@ -20,8 +20,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from ..io.events import WriteDone
 from .._stage import EventHandler
+from ..io.events import WriteDone
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..control import ThreadPoolController
 from .._stage import EventHandler
+from ..control import ThreadPoolController
+
+if TYPE_CHECKING:
+    from .._threads import ThreadPool
 
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)
 _CANNOT_WAIT = {errno.EAGAIN, errno.EWOULDBLOCK}
@@ -106,7 +109,8 @@ class FileLayer:
         self.stage = rt.add_stage(self.STAGE, _FileStage(self), threads=threads, batch=8,
                                   key=lambda req: req.key)
         self.put = self.stage.sink.enqueue
-        self.busy_with = self.stage.manager.queue.busy_with
+        pool = cast("ThreadPool", self.stage.manager)     # a blocking stage: a thread pool
+        self.busy_with = pool.busy_with
         self.fast_reads = 0                # served from the page cache without the stage
 
     def open(self, path: str | os.PathLike, done: Any, tag: Any = None,

@@ -19,10 +19,10 @@ import threading
 from collections import deque
 from typing import Any
 
-from ..control.token_bucket import TokenBucket
 from .._signals import Stopping
 from .._sink import RejectedError, SinkError, StageClosedError
 from .._stage import EventHandler
+from ..control import TokenBucket
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
 from .tls import TLSSession
 
