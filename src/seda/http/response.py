@@ -22,39 +22,39 @@ _NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
 _WHOLE = (bytes, bytearray, memoryview)
 
 _next_second = 0.0           # when the Date line below goes stale
-_date_line = b""
+_date = b""
 _starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this second's Date
 
 
-def date_line() -> bytes:
-    """``Date: ...\r\n`` for this second, formatted once a second."""
+def _date_line() -> bytes:
+    """``Date: ...\\r\\n`` for this second, formatted once a second."""
     if time.time() >= _next_second:
         _renew()
-    return _date_line
+    return _date
 
 
 def _renew() -> None:
-    global _next_second, _date_line, _starts
+    global _next_second, _date, _starts
     now = int(time.time())
-    _date_line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
+    _date = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
     _starts = {}                               # (replaced, not cleared: other threads read it)
     _next_second = now + 1
 
 
-def head_start(status: int, http10: bool, reason: str | None) -> bytes:
+def _head_start(status: int, http10: bool, reason: str | None) -> bytes:
     """The status line and the Date line that begin a response; for HTTP/1.1 and the standard
     phrase, made once a second per status."""
     if time.time() >= _next_second:
         _renew()
     if http10 or reason is not None:
-        return status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + _date_line
+        return _status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + _date
     start = _starts.get(status)
     if start is None:
-        start = _starts[status] = status_line(status) + _date_line
+        start = _starts[status] = _status_line(status) + _date
     return start
 
 
-def status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = None) -> bytes:
+def _status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = None) -> bytes:
     """The status line; ``reason`` replaces the standard phrase (or "Unknown" for a code that
     has none)."""
     if reason is None:
@@ -112,7 +112,7 @@ class Response:
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
         """What to enqueue on the connection, and whether it may stay open afterwards."""
         status, body = self.status, self.body
-        lines = [head_start(status, http10, self.reason)]
+        lines = [_head_start(status, http10, self.reason)]
         headers, length, connection = self.headers, None, None
         for k, v in headers:
             k = k.lower()
@@ -180,17 +180,17 @@ class Prepared:
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
         if keep_alive and not (http10 or head_only):     # the usual request: made once a second
-            date = date_line()
+            date = _date_line()
             if date is not self._date:
-                self._whole = b"".join((status_line(self.status), date, self.head, b"\r\n",
+                self._whole = b"".join((_status_line(self.status), date, self.head, b"\r\n",
                                         self.body))
                 self._date = date
             return [self._whole], True
         connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
                       else b"" if keep_alive else b"connection: close\r\n")
-        status = status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
+        status = _status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
         body = b"" if head_only else self.body
-        return [b"".join((status, date_line(), connection, self.head, b"\r\n", body))], keep_alive
+        return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
 
 
 def prepare_head(headers: list[tuple[str, str]]) -> bytes:

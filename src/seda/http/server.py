@@ -30,12 +30,12 @@ _TICK = 1.0                  # seconds between sweeps for timeouts
 OUTPUT_LIMIT = 256 * 1024
 
 
-class HttpConnection:
+class _HttpConnection:
     """One connection's I/O: feeds its protocol and carries out the events it returns."""
 
     __slots__ = ("conn", "protocol", "reading", "server", "wanted")
 
-    def __init__(self, server: HttpServer, conn: Any) -> None:
+    def __init__(self, server: _HttpServer, conn: Any) -> None:
         self.server, self.conn = server, conn
         self.reading = True                    # the socket is being read
         self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
@@ -172,13 +172,13 @@ class _Tick:
     """Event: time to sweep connections for timeouts."""
 
 
-class HttpServer(EventHandler):
+class _HttpServer(EventHandler):
     """The server stage. Events: the socket layer's, answers from other threads, ticks."""
 
     def __init__(self, sink: Any, limits: Limits, log: Any = None,
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
-        self.connections: dict[Any, HttpConnection] = {}
+        self.connections: dict[Any, _HttpConnection] = {}
         self.counts = ServerStats()
         self.loop_ident = 0
         self._busy = responses.service_unavailable().encode(False, False, False)[0][0]
@@ -224,7 +224,7 @@ class HttpServer(EventHandler):
             conn.enqueue(self._busy)
             conn.close()
         else:
-            self.connections[conn] = HttpConnection(self, conn)
+            self.connections[conn] = _HttpConnection(self, conn)
 
     def stats(self) -> dict:
         """Open connections, responses by status, and requests that went wrong: shed (503 at
@@ -246,7 +246,7 @@ def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Lim
     by the application on the loop thread), a plain GET with a fresh answer there is answered
     at once and never reaches ``sink``. ``listen_options`` go to ``SocketLayer.listen``
     (``ssl_context``, ``reuse_port``, ``sock``, ``backlog``)."""
-    server = HttpServer(sink, limits or Limits(), log, answers)
+    server = _HttpServer(sink, limits or Limits(), log, answers)
     stage = rt.add_stage(name, server, blocking=False, batch=256)
     # the protocol bounds what waits for a slow client itself (OUTPUT_LIMIT, one response
     # streamed at a time, max_pipelined): a response is never refused for its size
