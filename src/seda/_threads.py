@@ -1,8 +1,8 @@
 """The default thread manager: a private pool of threads per stage (thesis 5.2.1).
 
 For handlers that block (files, databases, WSGI applications). Stages that never block share
-the event-loop thread instead (``loop.py``); CPU-bound ones can run in processes
-(``processes.py``).
+the event-loop thread instead (``_loop.py``); CPU-bound ones can run in processes
+(``_processes.py``).
 """
 
 from __future__ import annotations
