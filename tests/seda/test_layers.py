@@ -99,3 +99,44 @@ def test_the_checker_sees_a_violation(tmp_path):
         "seda/_runtime.py:2: core imports seda.http (http)",
         "seda/io/files.py:2: io imports seda.http (http)",
     ]
+
+
+def private_reaches(src: Path) -> list[str]:
+    """``obj._name`` where ``obj`` is not ``self``/``cls``/``super()`` and no class of the same
+    module defines ``_name``: one module reading another's privates."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        own = {node.attr for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+               and node.value.id in ("self", "cls") and isinstance(node.ctx, ast.Store)}
+        own |= {node.name for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        own |= {target.id for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                for stmt in node.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                if isinstance(target, ast.Name)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                continue
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                continue
+            if isinstance(base, ast.Call) and getattr(base.func, "id", "") == "super":
+                continue
+            if node.attr not in own:
+                found.append(f"{path.relative_to(src)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_reads_another_modules_privates():
+    wrong = private_reaches(SRC)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_reach_into_another_module_is_seen(tmp_path):
+    (tmp_path / "a.py").write_text("class Sink:\n    def __init__(self):\n"
+                                   "        self._length = 0\n")
+    (tmp_path / "b.py").write_text("def size(sink):\n    return sink._length\n")
+    assert private_reaches(tmp_path) == ["b.py:2: sink._length"]
