@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import queue
 import signal
@@ -36,14 +35,9 @@ finish, and exit; HUP reopens the access log (after rotation).
 def load_app(ref: str) -> Any:
     """``module:attribute`` -> the object, with the working directory importable (as uvicorn
     and gunicorn do)."""
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"an application is given as module:attribute, not {ref!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+    obj = seda.import_object(ref)
     if not callable(obj):
         raise ValueError(f"{ref} is not callable, so not a WSGI application")
     return obj
@@ -212,7 +206,7 @@ def parse(argv: list[str] | None) -> tuple[Options, int, int | None]:
             if not sep or not prefix.startswith("/"):
                 parser.error(f"--mount takes /PREFIX=module:attribute, not {spec!r}")
             apps.append((prefix, load_app(ref)))
-    except (ImportError, AttributeError, ValueError) as exc:
+    except (seda.ImportObjectError, ValueError) as exc:
         parser.error(f"cannot load the application: {exc}")
     return Options(root=args.root, host=host.strip("[]") or "127.0.0.1", port=int(port),
                    cache_bytes=int(args.cache_mb * 2**20), cache_policy=args.cache_policy,

@@ -1,6 +1,7 @@
 """seda: the staged event-driven architecture (Welsh, 2002) for Python services."""
 
 from .config import ConfigError
+from .imports import ImportObjectError, import_object
 from .runtime import Runtime
 from .signals import StagesInitialized, Stopping
 from .sink import RejectedError, Sink, SinkError, StageClosedError
@@ -9,6 +10,7 @@ from .stage import EventHandler, Stage, StageContext, single_threaded
 __all__ = [
     "ConfigError",
     "EventHandler",
+    "ImportObjectError",
     "RejectedError",
     "Runtime",
     "Sink",
@@ -18,5 +20,6 @@ __all__ = [
     "StageContext",
     "StagesInitialized",
     "Stopping",
+    "import_object",
     "single_threaded",
 ]
