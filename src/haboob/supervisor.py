@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from seda.io import bind_socket
+
 from .status.share import SERVER, worker_file, write_json
 
 STOP_GRACE = 35.0        # seconds a worker has to drain before it is killed (by default)
@@ -40,16 +42,9 @@ def say(message: str) -> None:
 def reserve(host: str, port: int) -> socket.socket:
     """Bind (but do not listen on) the address with SO_REUSEPORT: port 0 becomes a real port
     every worker can join, and the port stays ours between worker restarts. A socket that is
-    not listening receives no connections."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    not listening receives no connections. Without SO_REUSEADDR: with it, while no worker
+    listens (all restarting), another program could bind the port with SO_REUSEADDR too."""
+    return bind_socket((host, port), reuse_addr=False, reuse_port=True)
 
 
 class Worker:
