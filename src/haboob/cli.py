@@ -13,11 +13,11 @@ from typing import Any
 
 import seda
 from seda.http import Limits
+from seda.status import served_at
 
 from .access_log import Reopen
 from .cache import POLICIES
-from .server import Options, build
-from .status import served_at
+from .server import SERVICE, Options, build
 from .supervisor import Supervisor, reserve, say
 
 EXAMPLES = """examples:
@@ -251,7 +251,7 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
             os.write(ready_fd, b"1")
             os.close(ready_fd)
         else:
-            banner(options, *listener.address[:2], served_at(rt))
+            banner(options, *listener.address[:2], served_at(rt, SERVICE))
         while True:
             try:
                 signum = signals.get(timeout=1.0)

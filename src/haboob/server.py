@@ -30,15 +30,15 @@ from seda.http import (
     serve,
 )
 from seda.io import WriteDone
+from seda.status import PREFIX, add_status
 
 from .access_log import AccessLog
 from .cache import PageCache
 from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
 from .static import not_modified as is_not_modified
-from .status import NAME as STATUS
-from .status import PREFIX, add_status
 
 _GET_HEAD = ("GET", "HEAD")
+SERVICE = "haboob"      # names its status page and prefixes its metrics (haboob_http_...)
 
 
 @dataclass
@@ -412,12 +412,11 @@ def build(rt: seda.Runtime, options: Options) -> Any:
         if prefix == "/":
             fallback = sink
     if options.status:
-        status = add_status(rt, options.status_dir)
+        status = add_status(rt, SERVICE, share_dir=options.status_dir)
         if options.status_bind is None:
-            routes.append((PREFIX.rstrip("/"), rt.sink(STATUS)))
+            routes.append((PREFIX.rstrip("/"), status.sink))
         else:                           # plain HTTP, for a private address
-            status.listener = serve(rt, options.status_bind, rt.sink(STATUS),
-                                    name="haboob.status.http", reuse_port=options.reuse_port)
+            status.serve(options.status_bind, reuse_port=options.reuse_port)
     static = options.root is not None
     answers: dict[bytes, ReadyAnswer] | None = {} if static else None
     if static:

@@ -8,7 +8,7 @@ supervisor loads nothing a worker could inherit half-initialised, and a restart 
 start. Each worker writes a byte to its ready pipe once it is listening.
 
 The workers' /_seda/ pages show the whole server: the supervisor makes a directory for their
-snapshots (``--status-dir``, see ``status.share``), writes its own start and worker count
+snapshots (``--status-dir``, see ``seda.status``), writes its own start and worker count
 there, deletes a dead worker's snapshot when it reaps it, and the directory when it stops.
 """
 
@@ -26,8 +26,7 @@ import tempfile
 import time
 
 from seda.io import bind_socket
-
-from .status.share import SERVER, worker_file, write_json
+from seda.status import forget_worker, publish_supervisor
 
 STOP_GRACE = 35.0        # seconds a worker has to drain before it is killed (by default)
 READY_TIMEOUT = 60.0     # seconds a worker has to start listening
@@ -94,9 +93,7 @@ class Supervisor:
         """What the workers' status pages show of the supervisor: since when it serves, how
         many workers it keeps and how many it has replaced."""
         assert self.status_dir is not None
-        write_json(os.path.join(self.status_dir, SERVER),
-                   {"pid": os.getpid(), "started": self.started, "workers": self.count,
-                    "restarts": self.replaced})
+        publish_supervisor(self.status_dir, self.started, self.count, self.replaced)
 
     def start(self) -> bool:
         """Start every worker and wait until all listen; False (all stopped) if one cannot."""
@@ -166,8 +163,7 @@ class Supervisor:
                 os.close(worker.ready)
             self.replaced += 1
             if self.status_dir is not None:           # its numbers died with it
-                with contextlib.suppress(OSError):
-                    os.remove(worker_file(self.status_dir, pid))
+                forget_worker(self.status_dir, pid)
                 self._publish()
             young = time.monotonic() - worker.started < _QUICK_DEATH
             self.backoff = (min(self.backoff * 2, _RESTART_BACKOFF[1]) if young
