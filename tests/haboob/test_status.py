@@ -135,7 +135,7 @@ def test_the_page_on_an_address_of_its_own(haboob):
 
 
 def test_command_line_options(site):
-    options, _, _ = parse(["--root", str(site)])
+    options, _ = parse(["--root", str(site)])
     assert options.status and options.status_bind is None and options.status_dir is None
     assert not parse(["--root", str(site), "--no-status"])[0].status
     options = parse(["--root", str(site), "--status-bind", "127.0.0.1:9100"])[0]
