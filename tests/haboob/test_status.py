@@ -114,6 +114,13 @@ def test_the_page_counts_requests_responses_and_errors(haboob):
     assert b"haboob_http_connections " in metrics and b"haboob_start_time_seconds " in metrics
 
 
+def test_haboob_routes_all_of_the_prefix_to_the_page(haboob):
+    _, address = haboob()
+    r, _ = fetch(address, "/_seda")
+    assert r.status in (301, 302) and r.getheader("location") == "/_seda/"
+    assert fetch(address, "/_seda/nothing")[0].status == 404     # the page's, not a file's
+
+
 def test_the_page_can_be_turned_off(haboob):
     rt, address = haboob(status=False)
     assert fetch(address, "/")[0].status == 200

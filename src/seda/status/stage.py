@@ -74,7 +74,6 @@ class Status(seda.EventHandler):
         return None if self.listener is None else self.listener.address[:2]
 
     def init(self, ctx: seda.StageContext) -> None:
-        self.own = ctx.stage.sink
         self.share = self.runtime.sink(f"{self.name}.share") if self.shared else None
         self.started = time.time()
         self.metrics = exposition(self.workers, self.service, self.http is not None,
@@ -95,7 +94,7 @@ class Status(seda.EventHandler):
         self.traffic.sample(time.monotonic(), counters(stats, self.http))
         if self.share is not None:
             self.share.enqueue_lossy(Publish(self.snapshot(stats)))
-        self.runtime.timer.schedule(EVERY, self.own, _SAMPLE)
+        self.runtime.timer.schedule(EVERY, self.sink, _SAMPLE)
 
     def snapshot(self, stats: dict) -> dict:
         """This process now: what a worker publishes, and its part of every answer."""
