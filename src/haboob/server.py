@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
@@ -20,7 +19,6 @@ import seda
 from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import (
     FileBody,
-    Limits,
     Prepared,
     ReadyAnswer,
     Response,
@@ -30,40 +28,16 @@ from seda.http import (
     serve,
 )
 from seda.io import WriteDone
+from seda.status import PREFIX, add_status
 
 from .access_log import AccessLog
 from .cache import PageCache
+from .options import Options
 from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
 from .static import not_modified as is_not_modified
-from .status import NAME as STATUS
-from .status import PREFIX, add_status
 
 _GET_HEAD = ("GET", "HEAD")
-
-
-@dataclass
-class Options:
-    root: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    cache_bytes: int = 200 * 2**20
-    cache_policy: str = "lru"
-    max_entry: int = 2**20              # larger files are not cached: they go by sendfile
-    recheck: float = 1.0                # seconds before a cached file is checked for changes
-    allow_outside: bool = False         # follow symlinks out of the root
-    apps: list[tuple[str, Any]] = field(default_factory=list)    # (prefix, WSGI app)
-    threads: int = 16                   # most threads per application / for cache misses
-    access_log: str | None = None       # a file, or "-" for standard output
-    ssl_context: Any = None             # serve TLS
-    reuse_port: bool = False            # share the port with other processes (SO_REUSEPORT)
-    target_p90: float | None = None     # seconds: admission control on each application stage
-    class_header: str | None = None     # request class from this header ("cookie:NAME": cookie)
-    status: bool = True                 # serve /_seda/: the status page and metrics
-    status_bind: tuple[str, int] | None = None   # serve /_seda/ here, not on the main port
-    status_dir: str | None = None       # workers share their status here (set by the supervisor)
-    limits: Limits = field(default_factory=Limits)   # what clients may send (seda.http)
-    graceful_timeout: float = 30.0      # seconds requests in flight get to finish on stopping
-    underscore_headers: bool = False    # pass header names with "_" to applications
+SERVICE = "haboob"      # names its status page and prefixes its metrics (haboob_http_...)
 
 
 CLASSES = range(10)     # request classes 0 (default, lowest) to 9 (highest priority)
@@ -412,12 +386,11 @@ def build(rt: seda.Runtime, options: Options) -> Any:
         if prefix == "/":
             fallback = sink
     if options.status:
-        status = add_status(rt, options.status_dir)
+        status = add_status(rt, SERVICE, share_dir=options.status_dir)
         if options.status_bind is None:
-            routes.append((PREFIX.rstrip("/"), rt.sink(STATUS)))
+            routes.append((PREFIX.rstrip("/"), status.sink))
         else:                           # plain HTTP, for a private address
-            status.listener = serve(rt, options.status_bind, rt.sink(STATUS),
-                                    name="haboob.status.http", reuse_port=options.reuse_port)
+            status.serve(options.status_bind, reuse_port=options.reuse_port)
     static = options.root is not None
     answers: dict[bytes, ReadyAnswer] | None = {} if static else None
     if static:

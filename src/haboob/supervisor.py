@@ -8,7 +8,7 @@ supervisor loads nothing a worker could inherit half-initialised, and a restart 
 start. Each worker writes a byte to its ready pipe once it is listening.
 
 The workers' /_seda/ pages show the whole server: the supervisor makes a directory for their
-snapshots (``--status-dir``, see ``status.share``), writes its own start and worker count
+snapshots (``--status-dir``, see ``seda.status``), writes its own start and worker count
 there, deletes a dead worker's snapshot when it reaps it, and the directory when it stops.
 """
 
@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 
-from .status.share import SERVER, worker_file, write_json
+from seda.io import bind_socket
+from seda.status import forget_worker, publish_supervisor
 
 STOP_GRACE = 35.0        # seconds a worker has to drain before it is killed (by default)
 READY_TIMEOUT = 60.0     # seconds a worker has to start listening
@@ -40,16 +41,9 @@ def say(message: str) -> None:
 def reserve(host: str, port: int) -> socket.socket:
     """Bind (but do not listen on) the address with SO_REUSEPORT: port 0 becomes a real port
     every worker can join, and the port stays ours between worker restarts. A socket that is
-    not listening receives no connections."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    not listening receives no connections. Without SO_REUSEADDR: with it, while no worker
+    listens (all restarting), another program could bind the port with SO_REUSEADDR too."""
+    return bind_socket((host, port), reuse_addr=False, reuse_port=True)
 
 
 class Worker:
@@ -99,9 +93,7 @@ class Supervisor:
         """What the workers' status pages show of the supervisor: since when it serves, how
         many workers it keeps and how many it has replaced."""
         assert self.status_dir is not None
-        write_json(os.path.join(self.status_dir, SERVER),
-                   {"pid": os.getpid(), "started": self.started, "workers": self.count,
-                    "restarts": self.replaced})
+        publish_supervisor(self.status_dir, self.started, self.count, self.replaced)
 
     def start(self) -> bool:
         """Start every worker and wait until all listen; False (all stopped) if one cannot."""
@@ -171,8 +163,7 @@ class Supervisor:
                 os.close(worker.ready)
             self.replaced += 1
             if self.status_dir is not None:           # its numbers died with it
-                with contextlib.suppress(OSError):
-                    os.remove(worker_file(self.status_dir, pid))
+                forget_worker(self.status_dir, pid)
                 self._publish()
             young = time.monotonic() - worker.started < _QUICK_DEATH
             self.backoff = (min(self.backoff * 2, _RESTART_BACKOFF[1]) if young

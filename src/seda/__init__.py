@@ -5,10 +5,12 @@ from ._signals import StagesInitialized, Stopping
 from ._sink import RejectedError, Sink, SinkError, StageClosedError
 from ._stage import EventHandler, Stage, StageContext, single_threaded
 from .config import ConfigError
+from ._imports import ImportObjectError, import_object
 
 __all__ = [
     "ConfigError",
     "EventHandler",
+    "ImportObjectError",
     "RejectedError",
     "Runtime",
     "Sink",
@@ -18,5 +20,6 @@ __all__ = [
     "StageContext",
     "StagesInitialized",
     "Stopping",
+    "import_object",
     "single_threaded",
 ]

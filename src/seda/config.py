@@ -19,10 +19,11 @@ Every error names the file and the key at fault.
 
 from __future__ import annotations
 
-import importlib
 import tomllib
 from os import PathLike
 from typing import Any
+
+from ._imports import ImportObjectError, import_object
 
 _STAGE_KEYS = {"handler", "threads", "batch", "blocking", "processes", "key", "predicate",
                "params"}
@@ -34,20 +35,13 @@ class ConfigError(ValueError):
 
 
 def _import(ref: Any, where: str) -> Any:
-    if not isinstance(ref, str) or ref.count(":") != 1:
-        raise ConfigError(f"{where}: expected 'module:attribute', got {ref!r}")
-    module_name, attr = ref.split(":")
+    """``import_object``, its errors (and any the module raises on import) named by file and key."""
     try:
-        module = importlib.import_module(module_name)
+        return import_object(ref)
+    except ImportObjectError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     except Exception as exc:
-        raise ConfigError(f"{where}: cannot import module {module_name!r}: {exc}") from exc
-    try:
-        obj = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        raise ConfigError(f"{where}: module {module_name!r} has no {attr!r}") from None
-    return obj
+        raise ConfigError(f"{where}: importing {ref!r} raised {exc!r}") from exc
 
 
 def _instantiate(cls: Any, where: str) -> Any:

@@ -41,7 +41,7 @@ def served_port(proc: subprocess.Popen) -> int:
 
 
 def test_limits_and_timeouts_are_settings(site):
-    options, _, _ = parse(["--root", str(site), "--max-body", "15M", "--max-request-line", "4K",
+    options, _ = parse(["--root", str(site), "--max-body", "15M", "--max-request-line", "4K",
                            "--max-header-bytes", "32768", "--max-headers", "50",
                            "--keepalive-timeout", "2.5", "--response-timeout", "120",
                            "--graceful-timeout", "90", "--underscore-headers"])
@@ -49,7 +49,7 @@ def test_limits_and_timeouts_are_settings(site):
                                     max_header_bytes=32768, max_headers=50,
                                     keepalive_timeout=2.5, response_timeout=120)
     assert options.graceful_timeout == 90 and options.underscore_headers
-    defaults, _, _ = parse(["--root", str(site)])
+    defaults, _ = parse(["--root", str(site)])
     assert defaults.limits == Limits() and defaults.limits.max_body == 2**30
 
 

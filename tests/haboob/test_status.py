@@ -1,12 +1,11 @@
-"""/_seda/: traffic and errors over the last minute, the stage table and graph, JSON, DOT and
-Prometheus; turned off, or on an address of its own. (With workers: test_supervisor.py.)"""
+"""Haboob's /_seda/ (seda.status): its traffic, errors, stages and haboob_ metrics; turned off,
+or on an address of its own, from the command line. (With workers: test_supervisor.py; the
+page itself: tests/seda/status/.)"""
 
 from __future__ import annotations
 
 import http.client
 import json
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -14,9 +13,7 @@ import pytest
 import seda
 from haboob.cli import parse
 from haboob.server import Options, build
-from haboob.status import served_at
-from haboob.status.aggregate import merge, merge_graph
-from haboob.status.traffic import Traffic, counters, tally
+from seda.status import served_at
 
 WAIT = 10.0
 
@@ -117,24 +114,23 @@ def test_the_page_counts_requests_responses_and_errors(haboob):
     assert b"haboob_http_connections " in metrics and b"haboob_start_time_seconds " in metrics
 
 
-def test_the_page_answers_only_what_it_knows(haboob):
+def test_haboob_routes_all_of_the_prefix_to_the_page(haboob):
     _, address = haboob()
     r, _ = fetch(address, "/_seda")
     assert r.status in (301, 302) and r.getheader("location") == "/_seda/"
-    assert fetch(address, "/_seda/nothing")[0].status == 404
-    assert fetch(address, "/_seda/", method="POST")[0].status == 405
+    assert fetch(address, "/_seda/nothing")[0].status == 404     # the page's, not a file's
 
 
 def test_the_page_can_be_turned_off(haboob):
     rt, address = haboob(status=False)
     assert fetch(address, "/")[0].status == 200
     assert fetch(address, "/_seda/")[0].status == 404
-    assert "haboob.status" not in rt.stats() and served_at(rt) is None
+    assert "haboob.status" not in rt.stats() and served_at(rt, "haboob") is None
 
 
 def test_the_page_on_an_address_of_its_own(haboob):
     rt, address = haboob(status_bind=("127.0.0.1", 0))
-    status = served_at(rt)
+    status = served_at(rt, "haboob")
     assert status is not None and status != address
     assert fetch(address, "/")[0].status == 200
     assert fetch(address, "/_seda/")[0].status == 404      # not on the main address
@@ -145,52 +141,8 @@ def test_the_page_on_an_address_of_its_own(haboob):
     assert doc["traffic"]["total"]["responses"] == {"200": 1, "404": 1}  # the main port's only
 
 
-def test_rates_are_over_the_last_minute_of_samples():
-    traffic = Traffic()
-    for t in range(0, 121):                                 # 10 responses a second, 2 minutes
-        traffic.sample(float(t), {"200": 10.0 * t, "dropped": float(t // 60)})
-    now = {"200": 1200.0, "dropped": 2.0}
-    summary = traffic.summary(120.0, now, 7)
-    assert summary["window_s"] == 60 and summary["requests_per_s"] == 10
-    assert summary["recent"]["responses"] == {"200": 600} and summary["connections"] == 7
-    assert summary["recent"]["errors"]["dropped"] == 1 and summary["total"]["requests"] == 1200
-
-    fresh = Traffic()
-    fresh.sample(0.0, {"200": 0.0})
-    assert fresh.summary(0.0, {"200": 0.0}, 0)["requests_per_s"] == 0      # no time yet
-
-
-def test_lost_responses_and_unknown_counters():
-    stats = {"http": {"errors": 1, "handler": {
-        "connections": 3, "responses": {"200": 900, "503": 4}, "shed": 4, "dropped": 742,
-        "aborted": 2, "streams": 1, "mode": "fast", "draining": True}},
-        "haboob.miss": {"errors": 2}}
-    flat = counters(stats, "http")
-    assert "connections" not in flat and "mode" not in flat and "draining" not in flat
-    counted = tally(flat)
-    assert counted["errors"] == {"5xx": 4, "dropped": 742, "aborted": 2, "handler": 3,
-                                 "total": 751}
-    assert counted["counts"] == {"shed": 4, "dropped": 742, "aborted": 2, "streams": 1}
-    assert counted["requests"] == 904
-    assert counters({}, "http") == {"handler errors": 0}   # no HTTP stage (yet)
-
-
-def test_workers_add_up():
-    a = {"http": {"queue": 1, "threads": 1, "p90_ms": 2.0, "batch": 64, "manager": "loop",
-                  "handler": {"responses": {"200": 5}}}}
-    b = {"http": {"queue": 2, "threads": 1, "p90_ms": 9.0, "batch": 32, "manager": "loop",
-                  "handler": {"responses": {"200": 1, "404": 1}}},
-         "haboob.status.share": {"queue": 0}}
-    assert merge([a, b]) == {
-        "http": {"queue": 3, "threads": 2, "p90_ms": 9.0, "batch": 64, "manager": "loop",
-                 "handler": {"responses": {"200": 6, "404": 1}}},
-        "haboob.status.share": {"queue": 0}}
-    assert merge_graph([[("a", "b", 1)], [["a", "b", 2], ["b", "a", 1]]]) == [
-        ("a", "b", 3), ("b", "a", 1)]
-
-
 def test_command_line_options(site):
-    options, _, _ = parse(["--root", str(site)])
+    options, _ = parse(["--root", str(site)])
     assert options.status and options.status_bind is None and options.status_dir is None
     assert not parse(["--root", str(site), "--no-status"])[0].status
     options = parse(["--root", str(site), "--status-bind", "127.0.0.1:9100"])[0]
@@ -199,25 +151,3 @@ def test_command_line_options(site):
                   ["--status-bind", "nowhere"], ["--status-bind", "host:99999"]):
         with pytest.raises(SystemExit):
             parse(["--root", str(site), *wrong])
-
-
-@pytest.mark.skipif(shutil.which("chromium") is None,
-                    reason="Debian's chromium is not installed (make test installs it as root)")
-def test_the_page_renders_in_headless_chromium(haboob, tmp_path):
-    _, address = haboob(apps=[("/app", hello_app)])
-    for _ in range(3):
-        fetch(address, "/")
-        fetch(address, "/app/x")
-        fetch(address, "/missing")
-    done = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-         f"http://{address[0]}:{address[1]}/_seda/"],
-        capture_output=True, text=True, timeout=90)
-    dom = done.stdout
-    assert '<table id="stages">' in dom and '<table id="traffic">' in dom, done.stderr[-2000:]
-    assert dom.count("<rect") >= 8                       # a box per stage in the graph
-    assert dom.count('class="label"') >= 5                # and a label per edge
-    for stage in ("haboob.recv", "haboob.cache", "haboob.app0:/app", "http", "seda.io.read"):
-        assert f">{stage}<" in dom

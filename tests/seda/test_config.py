@@ -104,3 +104,14 @@ def test_config_errors_name_the_file_and_key(tmp_path, text, message):
 def test_missing_config_file(tmp_path):
     with pytest.raises(seda.ConfigError, match=r"missing\.toml: cannot read"):
         seda.Runtime.from_config(tmp_path / "missing.toml")
+
+
+def test_a_handler_module_that_fails_on_import_is_named(tmp_path, monkeypatch):
+    (tmp_path / "cfg_broken.py").write_text("raise RuntimeError('no database')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(tmp_path, "[stages.a]\nhandler = 'cfg_broken:Handler'")
+    with pytest.raises(seda.ConfigError) as info:
+        seda.Runtime.from_config(path)
+    assert "stages.a.handler: importing 'cfg_broken:Handler' raised RuntimeError('no database')" \
+        in str(info.value)
+    assert isinstance(info.value.__cause__, RuntimeError)

@@ -10,21 +10,24 @@ import pkgutil
 import seda
 
 EXPORTS = {
-    "seda": ["ConfigError", "EventHandler", "RejectedError", "Runtime", "Sink", "SinkError",
-             "Stage", "StageClosedError", "StageContext", "StagesInitialized", "Stopping",
-             "single_threaded"],
+    "seda": ["ConfigError", "EventHandler", "ImportObjectError", "RejectedError", "Runtime",
+             "Sink", "SinkError", "Stage", "StageClosedError", "StageContext",
+             "StagesInitialized", "Stopping", "import_object", "single_threaded"],
     "seda.control": ["RED", "AdaptiveConcurrency", "BatchingController", "Controller",
                      "Degrader", "MulticlassResponseTimeController", "QueueDelay",
                      "QueueThreshold", "ResponseTimeBound", "ResponseTimeController",
                      "ThreadPoolController", "TokenBucket"],
     "seda.io": ["Closed", "Connected", "Connection", "Failed", "FileDone", "FileLayer",
                 "FileSegment", "Listener", "Packet", "Send", "SocketLayer", "TLSSession",
-                "WriteDone", "read_nowait"],
+                "WriteDone", "bind_socket", "read_nowait"],
     "seda.http": ["BodyError", "BodyReader", "FileBody", "HttpRequest", "Limits", "Logged",
                   "Prepared", "ReadyAnswer", "Response", "ServerProtocol", "StreamBody",
                   "WsgiHandler", "mount", "prepare_head", "responses", "serve"],
     "seda.model": ["JacksonNetwork", "LoadDependent", "MMm", "SimResult", "StationStats",
                    "simulate"],
+    "seda.profile": ["to_dot"],
+    "seda.status": ["PREFIX", "Status", "add_status", "forget_worker", "publish_supervisor",
+                    "served_at"],
 }
 
 
@@ -40,7 +43,7 @@ def test_the_core_modules_are_private():
     """Everything at the top of seda that is not a package is the runtime's own (a leading
     underscore), except the config file format."""
     public = {m.name for m in pkgutil.iter_modules(seda.__path__) if not m.name.startswith("_")}
-    assert public == {"config", "control", "io", "http", "model", "profile"}
+    assert public == {"config", "control", "io", "http", "model", "profile", "status"}
 
 
 def test_a_stage_cannot_be_run_by_hand():

@@ -21,7 +21,7 @@ ALLOWED = {
 }
 # What a service (haboob, and the services to come) may import of seda: the public packages.
 PUBLIC = {"seda", "seda.config", "seda.control", "seda.io", "seda.http", "seda.status",
-          "seda.profile", "seda.profile.graph", "seda.model"}
+          "seda.profile", "seda.model"}
 
 
 def layer(module: str) -> str:

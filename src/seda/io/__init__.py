@@ -1,5 +1,6 @@
 """Asynchronous I/O as stages (thesis 5.6): sockets on the shared event loop, and files."""
 
+from .bind import bind_socket
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
 from .files import FileDone, FileLayer, read_nowait
 from .sockets import Connection, Listener, SocketLayer
@@ -19,5 +20,6 @@ __all__ = [
     "SocketLayer",
     "TLSSession",
     "WriteDone",
+    "bind_socket",
     "read_nowait",
 ]

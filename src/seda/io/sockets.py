@@ -23,6 +23,7 @@ from .._signals import Stopping
 from .._sink import RejectedError, SinkError, StageClosedError
 from .._stage import EventHandler
 from ..control import TokenBucket
+from .bind import bind_socket
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
 from .tls import TLSSession
 
@@ -544,16 +545,7 @@ class SocketLayer:
         peer that stops sending yields an empty ``Packet`` and the connection stays open for
         writing until the owner closes it; without, it is closed at once."""
         if sock is None:
-            family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if reuse_port:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            try:
-                sock.bind(address)
-            except OSError:
-                sock.close()
-                raise
+            sock = bind_socket(address, reuse_port=reuse_port)
         sock.listen(backlog)
         sock.setblocking(False)
         options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow,

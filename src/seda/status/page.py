@@ -104,14 +104,17 @@ def _row(cells: list[Any], cls: str = "") -> str:
     return f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
-def traffic_table(traffic: dict) -> str:
+def traffic_table(traffic: dict, http: bool = True) -> str:
     """Requests, responses by class and code, errors and the other counts: over the window
-    and since the start, side by side."""
+    and since the start, side by side. Without ``http``, only the errors there are: handler
+    exceptions."""
     recent, total = traffic["recent"], traffic["total"]
     window = traffic["window_s"]
     rate = traffic["requests_per_s"]
-    rows = [_row(["requests", f"{_num(recent['requests'])} ({rate:,.1f}/s)",
-                  _num(total["requests"])], "head")]
+    rows = []
+    if http:
+        rows.append(_row(["requests", f"{_num(recent['requests'])} ({rate:,.1f}/s)",
+                          _num(total["requests"])], "head"))
     for cls in sorted(total["classes"]):
         rows.append(_row([cls, _num(recent["classes"].get(cls, 0)),
                           _num(total["classes"][cls])], f"class c{cls[0]}"))
@@ -121,8 +124,9 @@ def traffic_table(traffic: dict) -> str:
     rows.append(_row(["errors", _num(recent["errors"]["total"]), _num(errors["total"])],
                      "head errors" if recent["errors"]["total"] else "head"))
     names = {"5xx": "5xx answers", "handler": "handler exceptions", **COUNTS}
+    shown = [k for k in errors if k != "total" and (http or k == "handler")]
     rows += [_row([f"&emsp;{html.escape(names.get(k, k))}", _num(recent["errors"].get(k, 0)),
-                   _num(n)]) for k, n in errors.items() if k != "total"]
+                   _num(errors[k])]) for k in shown]
     rows += [_row([html.escape(COUNTS.get(k, k)), _num(recent["counts"].get(k, 0)), _num(n)])
              for k, n in total["counts"].items() if k not in errors]
     return (f'<table id="traffic"><tr><th></th><th>last {window:.0f} s</th>'
@@ -174,31 +178,33 @@ tr.errors td,b.errors{color:#b00020}tr.code td{color:#555}tr.c5 td:first-child{c
 
 def page(doc: dict) -> bytes:
     """The page for a status document (``Status.document``)."""
-    traffic = doc["traffic"]
+    traffic, http = doc["traffic"], doc["http"] is not None
     errors = traffic["recent"]["errors"]["total"]
     facts = [f"up <b>{duration(doc['uptime_s'])}</b>"]
     supervisor = doc.get("supervisor")
     if supervisor is not None:
         facts.append(f"<b>{len(doc['workers'])}</b> of {supervisor['workers']} workers "
                      f"reporting, {supervisor['restarts']} restarted")
-    facts += [f"<b>{_num(traffic['connections'])}</b> open connections",
-              f"<b>{traffic['requests_per_s']:,.1f}</b> requests/s",
-              f'<b{" class=errors" if errors else ""}>{_num(errors)}</b> errors '
-              f"in the last {traffic['window_s']:.0f} s"]
+    if http:
+        facts += [f"<b>{_num(traffic['connections'])}</b> open connections",
+                  f"<b>{traffic['requests_per_s']:,.1f}</b> requests/s"]
+    facts.append(f'<b{" class=errors" if errors else ""}>{_num(errors)}</b> errors '
+                 f"in the last {traffic['window_s']:.0f} s")
     workers = ""
     if supervisor is not None:
         workers = f"<h2>Workers</h2>{workers_table(doc['workers'])}"
+    service = html.escape(doc["service"])
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
-<title>haboob: status</title><style>{_STYLE}</style></head><body>
-<h1>haboob</h1>
+<title>{service}: status</title><style>{_STYLE}</style></head><body>
+<h1>{service}</h1>
 <p id="summary">{" · ".join(facts)}</p>
-<h2>Requests</h2>{traffic_table(traffic)}
+<h2>{"Requests" if http else "Errors"}</h2>{traffic_table(traffic, http)}
 {workers}
 <h2>Stages</h2>
 <div id="graph">{graph_svg(doc["stages"], doc["graph"])}</div>
 {stages_table(doc["stages"])}
-<p>Refreshes every 2 s. Whole server{" (all workers)" if supervisor else ""}.
+<p>Refreshes every 2 s. Whole service{" (all workers)" if supervisor else ""}.
 <a href="metrics">Prometheus metrics</a> · <a href="status.json">JSON</a> ·
 <a href="stats.json">stages JSON</a> · <a href="graph.dot">DOT</a></p>
 </body></html>"""

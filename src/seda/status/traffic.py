@@ -19,10 +19,10 @@ LOST = ("dropped", "aborted")           # responses that never went out: errors
 HANDLER_ERRORS = "handler errors"
 
 
-def counters(stats: dict[str, Any], http: str) -> dict[str, float]:
+def counters(stats: dict[str, Any], http: str | None) -> dict[str, float]:
     """The cumulative counters followed, flat: responses by status (``"200"``), the HTTP
-    stage's other counts (``shed``, ``dropped``..., whatever it adds later), and the handler
-    exceptions of every stage."""
+    stage's other counts (``shed``, ``dropped``..., whatever ``HttpServer.stats`` adds later),
+    and the handler exceptions of every stage. ``http`` None: a service without HTTP."""
     own = stats.get(http, {}).get("handler") or {}
     flat: dict[str, float] = {str(code): n for code, n in (own.get("responses") or {}).items()}
     for key, value in own.items():
@@ -32,7 +32,7 @@ def counters(stats: dict[str, Any], http: str) -> dict[str, float]:
     return flat
 
 
-def connections(stats: dict[str, Any], http: str) -> int:
+def connections(stats: dict[str, Any], http: str | None) -> int:
     return (stats.get(http, {}).get("handler") or {}).get("connections", 0)
 
 

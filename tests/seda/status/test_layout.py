@@ -8,7 +8,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from haboob.status.layout import Layout, layout, point
+from seda.status.layout import Layout, layout, point
 
 APPS = ["haboob.app0:/app", "haboob.app1:/api", "haboob.app2:/admin", "haboob.app3:/bad"]
 #: Haboob's graph with four applications and the workers' status sharing: 15 stages, cycles

@@ -1,12 +1,13 @@
-"""How the workers of ``haboob --workers N`` see each other: the supervisor creates a directory
-and gives it to every worker (``--status-dir``); each worker writes its snapshot there once a
-second (atomically: a reader finds the whole file or the one before) and reads the others',
-so whichever worker answers /_seda/ shows the whole server. Files block, so this is a stage of
-its own, off the loop thread.
+"""How the worker processes of one service see each other (Haboob's ``--workers N``): their
+supervisor creates a directory and gives it to every worker (``add_status(share_dir=...)``);
+each worker writes its snapshot there once a second (atomically: a reader finds the whole file
+or the one before) and reads the others', so whichever worker answers /_seda/ shows the whole
+service. Files block, so this is a stage of its own, off the loop thread.
 
-The supervisor deletes a dead worker's file when it reaps it, and the directory when it stops;
-a file not rewritten for ``STALE`` seconds (a hung worker, a supervisor killed outright) is
-ignored, so no dead worker's numbers linger.
+The supervisor writes its own file (``publish_supervisor``), deletes a dead worker's
+(``forget_worker``) when it reaps it, and the directory when it stops; a file not rewritten for
+``STALE`` seconds (a hung worker, a supervisor killed outright) is ignored, so no dead worker's
+numbers linger.
 """
 
 from __future__ import annotations
@@ -33,6 +34,19 @@ def write_json(path: str, doc: Any) -> None:
     with open(temporary, "w") as f:
         json.dump(doc, f)
     os.replace(temporary, path)
+
+
+def publish_supervisor(directory: str, started: float, workers: int, restarts: int) -> None:
+    """The supervisor's part of every worker's page: since when the service has run (Unix
+    time), how many workers it keeps and how many it has replaced."""
+    write_json(os.path.join(directory, SERVER), {"pid": os.getpid(), "started": started,
+                                                 "workers": workers, "restarts": restarts})
+
+
+def forget_worker(directory: str, pid: int) -> None:
+    """A worker is dead: its numbers leave the page with it, not ``STALE`` seconds later."""
+    with contextlib.suppress(OSError):
+        os.remove(worker_file(directory, pid))
 
 
 def read_server(directory: str) -> dict | None:

@@ -1,6 +1,7 @@
-"""``/_seda/metrics``: the status in Prometheus's text format, read when scraped.
+"""``/_seda/metrics``: the status in Prometheus's text format, read when scraped. Stage metrics
+are ``seda_stage_*``; the service's own are prefixed with its name (``haboob_http_*``).
 
-With ``--workers N`` every series carries a ``worker`` label (the process id) and every scrape,
+With several workers every series carries a ``worker`` label (the process id) and every scrape,
 whichever worker answers it, has every live worker's series. Summed counters would go down
 when a worker is replaced, which Prometheus takes for a reset; per-worker counters only ever
 go up, and ``sum without (worker) (rate(...))`` is the whole server's rate.
@@ -25,10 +26,13 @@ _STAGE = {                  # rt.stats() key -> (metric, help, is a counter)
 
 class Metrics:
     """A Prometheus collector over worker snapshots (``workers()``: the live ones, each with
-    ``pid``, ``started``, ``stages`` and ``traffic``); with ``labelled``, a worker label."""
+    ``pid``, ``started``, ``stages`` and ``traffic``); ``service`` prefixes the service's own
+    metrics, ``http`` says whether it has HTTP traffic to show; with ``labelled``, a worker
+    label."""
 
-    def __init__(self, workers: Callable[[], list[dict]], labelled: bool) -> None:
-        self.workers, self.labelled = workers, labelled
+    def __init__(self, workers: Callable[[], list[dict]], service: str, http: bool,
+                 labelled: bool) -> None:
+        self.workers, self.service, self.http, self.labelled = workers, service, http, labelled
 
     def collect(self) -> Any:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -42,11 +46,12 @@ class Metrics:
         stage = {key: family(name, text, counter, ["stage"])
                  for key, (name, text, counter) in _STAGE.items()}
         rate = family("seda_stage_admission_rate", "Admission rate, events/s", False, ["stage"])
-        started = family("haboob_start_time_seconds", "When the process started (Unix time)",
-                         False, [])
-        conns = family("haboob_http_connections", "Open connections", False, [])
-        responses = family("haboob_http_responses", "Responses by status code", True, ["code"])
-        failed = family("haboob_http_requests_failed",
+        started = family(f"{self.service}_start_time_seconds",
+                         "When the process started (Unix time)", False, [])
+        conns = family(f"{self.service}_http_connections", "Open connections", False, [])
+        responses = family(f"{self.service}_http_responses", "Responses by status code", True,
+                           ["code"])
+        failed = family(f"{self.service}_http_requests_failed",
                         "Requests that went wrong: shed (503 at once), timeouts, refused "
                         "connections, dropped (the connection went before the response)",
                         True, ["reason"])
@@ -66,18 +71,20 @@ class Metrics:
             for reason, n in traffic["total"]["counts"].items():
                 failed.add_metric([*who, reason], n)
         yield from stage.values()
-        yield from (rate, started, conns, responses, failed)
+        yield from (rate, started)
+        if self.http:
+            yield from (conns, responses, failed)
 
 
-def exposition(workers: Callable[[], list[dict]], labelled: bool
+def exposition(workers: Callable[[], list[dict]], service: str, http: bool, labelled: bool
                ) -> Callable[[], tuple[bytes, str]] | None:
-    """A function returning the metrics text and its content type; None without
-    prometheus-client (an extra: pip install pyseda[haboob])."""
+    """A function returning the metrics text and its content type (see ``Metrics``); None
+    without prometheus-client (an extra: pip install pyseda[status])."""
     try:
         from prometheus_client import CollectorRegistry
         from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
     except ImportError:
         return None
     registry = CollectorRegistry()
-    registry.register(Metrics(workers, labelled))
+    registry.register(Metrics(workers, service, http, labelled))
     return lambda: (generate_latest(registry), CONTENT_TYPE_LATEST)
