@@ -1,11 +1,11 @@
 """seda: the staged event-driven architecture (Welsh, 2002) for Python services."""
 
+from ._imports import ImportObjectError, import_object
 from ._runtime import Runtime
 from ._signals import StagesInitialized, Stopping
 from ._sink import RejectedError, Sink, SinkError, StageClosedError
 from ._stage import EventHandler, Stage, StageContext, single_threaded
 from .config import ConfigError
-from ._imports import ImportObjectError, import_object
 
 __all__ = [
     "ConfigError",
