@@ -25,7 +25,7 @@ class Seen:
     """A map from key to value that forgets: entries live between ``lifetime / 2`` and
     ``lifetime`` seconds, and at most ``capacity`` are kept."""
 
-    __slots__ = ("_half", "_limit", "_older", "_newer", "_since")
+    __slots__ = ("_half", "_limit", "_newer", "_older", "_since")
 
     def __init__(self, lifetime: float, capacity: int) -> None:
         if lifetime <= 0 or capacity < 2:
@@ -96,7 +96,7 @@ class Routes:
         servent identifier (its last 16 bytes), or the one a push is addressed to."""
         if ttl + hops > self.max_ttl:
             ttl = max(0, self.max_ttl - hops)
-        if kind == PING or kind == QUERY:
+        if kind in (PING, QUERY):
             if not (self.pings if kind == PING else self.queries).add(guid, source, now):
                 return Drop("duplicate")
             to = None
@@ -111,7 +111,7 @@ class Routes:
             return Drop("unknown")
         if to is LOCAL:
             return Forward(LOCAL, ttl, hops)
-        if kind != PING and kind != QUERY and (to is None or not self.alive(to)):
+        if kind not in (PING, QUERY) and (to is None or not self.alive(to)):
             return Drop("no route")
         if ttl <= 1:                       # it has gone as far as it may (0.6 section 2.3)
             return Drop("expired")
