@@ -246,10 +246,11 @@ def test_pong_round_trip(guid, port, ip, files, kbytes, ggep, ttl, hops):
 
 
 @given(NAMES, st.sampled_from(QueryFlags), st.binary(), IDS)
-def test_query_round_trip(search, flag, extensions, guid):
-    d = parse_one(encode_query(search, flags=flag, extensions=extensions, guid=guid))
+def test_query_round_trip(search, flags, extensions, guid):
+    d = parse_one(encode_query(search, flags=flags, extensions=extensions, guid=guid))
     assert d.search == search and d.extensions == extensions
-    assert d.flags == flag | QueryFlags.MARK and d.min_speed == 0
+    assert d.flags == (flags | QueryFlags.MARK if flags else QueryFlags(0))
+    assert d.min_speed == 0
 
 
 @given(st.lists(st.builds(Result, U32, U32, NAMES, AREAS), max_size=10), IDS, IDS, U16, IPS,
