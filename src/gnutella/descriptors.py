@@ -68,7 +68,7 @@ class Result(NamedTuple):
     """One file of a query hit's result set (2.2.6): ``extensions`` is the area between the two
     NULs (HUGE ``urn:`` items, GGEP), kept as sent."""
 
-    index: int
+    file_index: int
     size: int
     name: str
     extensions: bytes = b""
@@ -254,9 +254,9 @@ class QueryHit(Descriptor):
             ext_end = raw.find(0, name_end + 1, stop) if name_end >= 0 else -1
             if ext_end < 0:
                 raise ProtocolError(f"query hit result {k + 1} of {raw[23]} runs past the end")
-            index, size = _RESULT.unpack_from(raw, pos)
+            file_index, size = _RESULT.unpack_from(raw, pos)
             name = raw[pos + _RESULT.size:name_end].decode("utf-8", "replace")
-            results.append(Result(index, size, name, raw[name_end + 1:ext_end]))
+            results.append(Result(file_index, size, name, raw[name_end + 1:ext_end]))
             pos = ext_end + 1
         return results, pos
 
@@ -351,7 +351,7 @@ def encode_query_hit(guid: bytes, port: int, ip: str, speed: int, results: Itera
     servent id as given."""
     if len(servent_id) != GUID_SIZE:
         raise ValueError(f"a servent id is {GUID_SIZE} bytes, not {len(servent_id)}")
-    entries = [_RESULT.pack(r.index, r.size) + r.name.encode() + b"\0" + r.extensions + b"\0"
+    entries = [_RESULT.pack(r.file_index, r.size) + r.name.encode() + b"\0" + r.extensions + b"\0"
                for r in results]
     head = _HIT.pack(len(entries), port, socket.inet_aton(ip), speed)
     payload = b"".join((head, *entries, trailer, servent_id))

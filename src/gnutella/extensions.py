@@ -2,9 +2,9 @@
 
 A router forwards extensions byte for byte and never needs to read them; these functions are for
 the parts of the service that do (the host cache reading a pong's GGEP, tests, our own
-descriptors). Specs: "GGEP, the Gnutella Generic Extension Protocol" v0.51, summarised in section
-2.3 of "The Gnutella Protocol Specification v0.6"; "HUGE" v0.94 (Mohr),
-section 3 (the General Extension Mechanism), for ``urn:`` items and the 0x1C between items.
+descriptors). Specs: "GGEP, the Gnutella Generic Extension Protocol" v0.51, summarised in
+section 2.3 of "The Gnutella Protocol Specification v0.6"; "HUGE" v0.94 (Mohr), section 3 (the
+General Extension Mechanism), for ``urn:`` items and the 0x1C between items.
 
 API:
   ``parse_ggep(data, offset=0) -> (list[GGEPExtension], end)``: the GGEP block at ``offset``

@@ -37,6 +37,7 @@ from .errors import ProtocolError
 from .headers import PeerInfo, block_end, format_block, parse_block
 
 HostList = Iterable[tuple[str, int]]
+HeaderList = Iterable[tuple[str, str]]
 
 _CONNECT = re.compile(r"GNUTELLA CONNECT/(\d+)\.(\d+)")
 _STATUS = re.compile(r"GNUTELLA/(\d+)\.(\d+)\s+(\d{3})\s*(.*)")
@@ -159,7 +160,7 @@ class Acceptor(_Handshake):
         encoding = _content_encoding(self.peer)
         return [Established(self.peer, encoding, self._deflate_out, self._rest())]
 
-    def accept(self, *, x_try_ultrapeers: HostList = (), headers: HostList = ()) -> list[Event]:
+    def accept(self, *, x_try_ultrapeers: HostList = (), headers: HeaderList = ()) -> list[Event]:
         """Answer 200 (or ``GNUTELLA OK`` to 0.4, which completes the handshake at once)."""
         peer = self._deciding()
         if peer.version == "0.4":
@@ -174,7 +175,7 @@ class Acceptor(_Handshake):
                 *self.receive(b"")]
 
     def refuse(self, code: int = 503, reason: str = "Full", *, x_try: HostList = (),
-               x_try_ultrapeers: HostList = (), headers: HostList = ()) -> list[Event]:
+               x_try_ultrapeers: HostList = (), headers: HeaderList = ()) -> list[Event]:
         """Answer with a refusal and hosts to try instead; 0.4 has no refusal, only a close."""
         peer = self._deciding()
         self.state = _DONE
