@@ -25,6 +25,7 @@ refused payloads too short for their fixed fields.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import socket
 import struct
@@ -62,6 +63,8 @@ class QueryFlags(enum.IntFlag):
 
 
 NO_FLAGS = QueryFlags(0)
+# Making an IntFlag costs a microsecond; the few combinations servents send are made once.
+_flags = functools.lru_cache(maxsize=256)(QueryFlags)
 
 
 class Result(NamedTuple):
@@ -170,8 +173,7 @@ class Query(Descriptor):
     @property
     def flags(self) -> QueryFlags:
         """The flags, ``NO_FLAGS`` when the field is a legacy speed (no ``MARK``)."""
-        field = self.raw[23] << 8 | self.raw[24]
-        return QueryFlags(field) if field & QueryFlags.MARK else NO_FLAGS
+        return _flags(self.raw[23] << 8 | self.raw[24]) if self.raw[23] & 0x80 else NO_FLAGS
 
     @property
     def min_speed(self) -> int:
