@@ -15,7 +15,7 @@ API (``DescriptorParser`` in ``parser.py`` makes these from a byte stream):
   ``QueryHit.count/port/ip/speed/servent_id/results/trailer/qhd``;
   ``Push.servent_id/file_index/ip/port/ggep``; ``UnknownDescriptor`` (vendor messages, QRP,
   BYE, HSEP and whatever comes next: passed on, never an error)
-  ``QueryFlags``, ``Result``, ``QHD``; ``CLASSES`` (payload type -> class)
+  ``QueryFlags`` (``NO_FLAGS``), ``Result``, ``QHD``; ``CLASSES`` (payload type -> class)
   ``new_guid()``, ``encode()``, ``encode_ping()``, ``encode_pong()``, ``encode_query()``,
   ``encode_query_hit()``, ``encode_push()``: wire bytes
 Fields that cannot be read from a malformed payload raise ``ProtocolError``; the parser already
