@@ -1,1 +1,13 @@
-"""The Gnutella packet router (thesis 6.2): a SEDA service routing Gnutella 0.6 traffic."""
+"""The Gnutella packet router (thesis 6.2).
+
+The protocol layer has no I/O and is tested on its own; the stages, sockets and the command are
+built on it:
+
+- ``descriptors``: the descriptor (message) formats, parsed lazily, and their encoders
+- ``parser``: ``DescriptorParser``, the byte stream of one connection cut into descriptors
+- ``extensions``: GGEP blocks and the HUGE/GGEP/XML extension areas inside payloads
+- ``handshake``: the 0.6 (and 0.4) connection handshake in both roles, as a state machine
+- ``headers``: handshake header blocks and what the router needs from them (``PeerInfo``)
+- ``compression``: deflate of a connection's two directions once negotiated
+- ``errors``: ``ProtocolError``, raised for input that costs its connection
+"""
