@@ -10,4 +10,5 @@ built on it:
 - ``headers``: handshake header blocks and what the router needs from them (``PeerInfo``)
 - ``compression``: deflate of a connection's two directions once negotiated
 - ``errors``: ``ProtocolError``, raised for input that costs its connection
+- ``routing``: where each descriptor goes (``Routes``) and the bounded tables that remember paths
 """
