@@ -13,7 +13,7 @@ import seda
 from haboob.server import CLASSES, Options, build, classifier
 from seda.control import ResponseTimeBound
 
-WAIT = 10.0
+from tests.helpers import WAIT
 
 
 class Request:

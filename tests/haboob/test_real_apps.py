@@ -12,15 +12,13 @@ import ssl
 
 import httpx
 import pytest
-import realapps
 import requests
 
 import seda
 from haboob.server import Options, build
 
-import certs
+from tests.helpers import WAIT, certs, realapps
 
-WAIT = 10.0
 MB = 2**20
 
 

@@ -15,9 +15,7 @@ import pytest
 import seda
 from haboob.server import Options, build
 
-import certs
-
-WAIT = 10.0
+from tests.helpers import WAIT, certs
 
 
 def hello_app(environ, start_response):

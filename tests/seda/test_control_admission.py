@@ -19,7 +19,7 @@ from seda.control import (
 )
 from seda.control.response_time import p90
 
-from fakes import FakeClock, FakeStage
+from tests.helpers.fakes import FakeClock, FakeStage
 
 
 def test_token_bucket_rate_and_depth():

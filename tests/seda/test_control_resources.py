@@ -11,8 +11,9 @@ import pytest
 import seda
 from seda.control import BatchingController, ThreadPoolController
 
-from conftest import WAIT, Recorder
-from fakes import FakeStage
+from tests.helpers import WAIT
+from tests.helpers.fakes import FakeStage
+from tests.helpers.recorder import Recorder
 
 
 def drive(controller, stage, rates, queue=None, cpu=0.0, busy=None, process=0.0):

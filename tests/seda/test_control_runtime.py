@@ -9,7 +9,8 @@ import time
 import seda
 from seda.control import QueueDelay, ResponseTimeController, TokenBucket
 
-from conftest import WAIT, Recorder
+from tests.helpers import WAIT
+from tests.helpers.recorder import Recorder
 
 
 class Slow(seda.EventHandler):

@@ -10,7 +10,9 @@ import pytest
 import seda
 from seda.http import Prepared, ReadyAnswer, Response, prepare_head, serve
 
-from conftest import WAIT, Recorder, raw
+from tests.helpers import WAIT
+from tests.helpers.net import raw
+from tests.helpers.recorder import Recorder
 
 
 class App(seda.EventHandler):

@@ -24,7 +24,8 @@ import seda
 from seda.http import Limits, Response, StreamBody, responses, serve
 from seda.http.request import BodyReader
 
-from conftest import WAIT, raw
+from tests.helpers import WAIT
+from tests.helpers.net import raw
 
 
 class App(seda.EventHandler):

@@ -15,7 +15,7 @@ import pytest
 
 from seda.http import Limits, mount, serve
 
-from conftest import WAIT
+from tests.helpers import WAIT
 
 
 def run(rt, app, **options):

@@ -6,7 +6,7 @@ import os
 
 from seda.io import FileDone, FileLayer, read_nowait
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 
 def test_open_write_read_stat_close_complete_as_events(rt, tmp_path):

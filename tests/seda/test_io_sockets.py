@@ -17,8 +17,8 @@ import pytest
 import seda
 from seda.io import Closed, Connected, Failed, FileSegment, Packet, Send, SocketLayer, WriteDone
 
-import certs
-from conftest import WAIT, Recorder
+from tests.helpers import WAIT, certs
+from tests.helpers.recorder import Recorder
 
 
 class Echo(seda.EventHandler):

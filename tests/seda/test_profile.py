@@ -8,7 +8,7 @@ import sys
 
 import seda
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 
 def test_sampler_writes_json_lines_and_the_plot_command_draws_them(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 import seda
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 
 def test_error_hierarchy():

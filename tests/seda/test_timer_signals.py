@@ -8,7 +8,7 @@ import pytest
 
 import seda
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 
 def test_timer_delivers_in_deadline_order_and_cancel_works(rt, recorder):

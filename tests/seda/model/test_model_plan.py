@@ -7,10 +7,11 @@ import json
 import subprocess
 import sys
 
-import profiled_pipeline
 import pytest
 
 from seda.model.plan import LOOP, make_plan, measure, plan_file, threads_needed
+
+from tests.seda.model import profiled_pipeline
 
 DATA = profiled_pipeline.DATA
 
