@@ -1,4 +1,5 @@
-"""A stage stand-in for driving controllers step by step: counters the test sets by hand."""
+"""A stage stand-in for driving controllers step by step: counters the test sets by hand, and a
+fake clock."""
 
 from __future__ import annotations
 
@@ -63,3 +64,25 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def drive(controller, stage, rates, queue=None, cpu=0.0, busy=None, process=0.0,
+          read=None) -> list:
+    """Tick ``controller`` once a second over ``stage``: ``rates`` events handled in each
+    second, the pool's threads using ``cpu`` CPU seconds in each, spending ``busy`` seconds in
+    batches (as many as ``cpu`` if not given), the whole process ``process``. Returns
+    ``read()`` after each tick, by default the pool's cap."""
+    spent = [0.0]
+    controller.process_clock = lambda: spent[0]
+    controller.tick(0.0)
+    seen = []
+    for t, rate in enumerate(rates, start=1):
+        stage.processed += rate
+        stage.manager.cpu += cpu
+        stage.manager.busy += cpu if busy is None else busy
+        spent[0] += process
+        if queue is not None:
+            stage.queue = queue
+        controller.tick(float(t))
+        seen.append(stage.manager.cap if read is None else read())
+    return seen

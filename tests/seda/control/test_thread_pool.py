@@ -1,4 +1,4 @@
-"""Thread pool and batching controllers (thesis 5.4), step by step and for real."""
+"""The thread pool controller (thesis 5.4.1), step by step and for real."""
 
 from __future__ import annotations
 
@@ -9,34 +9,11 @@ import time
 import pytest
 
 import seda
-from seda.control import BatchingController, ThreadPoolController
+from seda.control import ThreadPoolController
 
 from tests.helpers import WAIT
-from tests.helpers.fakes import FakeStage
+from tests.helpers.fakes import FakeStage, drive
 from tests.helpers.recorder import Recorder
-
-
-def drive(controller, stage, rates, queue=None, cpu=0.0, busy=None, process=0.0):
-    """One tick per second; ``rates`` events handled in each second, the pool's threads using
-    ``cpu`` CPU seconds in each, spending ``busy`` seconds in batches (as many as ``cpu`` if
-    not given), the whole process ``process``. Returns the thread pool's cap (or the batch)
-    after each tick."""
-    spent = [0.0]
-    controller.process_clock = lambda: spent[0]
-    controller.tick(0.0)
-    seen = []
-    for t, rate in enumerate(rates, start=1):
-        stage.processed += rate
-        stage.manager.cpu += cpu
-        stage.manager.busy += cpu if busy is None else busy
-        spent[0] += process
-        if queue is not None:
-            stage.queue = queue
-        controller.tick(float(t))
-        seen.append(stage.manager.cap if isinstance(controller, ThreadPoolController)
-                    else stage.batch)
-    return seen
-
 
 THESIS_RATES = [100, 200, 300, 300, 50, 0, 200, 300, 300, 300]
 
@@ -86,16 +63,6 @@ def test_the_cap_returns_to_max_once_the_handlers_wait_again():
     stage.processed += 10
     ctl.tick(7.0)
     assert stage.manager.cap == 20 and ctl.best == 0   # and the old best is forgotten
-
-
-def test_batching_controller_follows_the_thesis_rules():
-    stage = FakeStage()
-    ctl = BatchingController()
-    ctl.attach(stage)
-    assert stage.batch == 1000
-    # within 10 % of the best: -20 %; below: +20 %; below half of it: back to max
-    assert drive(ctl, stage, [1000, 1000, 950, 850, 950, 400]) == [800, 640, 512, 615, 492, 1000]
-    assert drive(ctl, stage, [0]) == [1000]                   # nothing handled: no change
 
 
 @pytest.mark.parametrize("bad", [dict(min=0), dict(min=5, max=4), dict(period=0)])

@@ -1,5 +1,5 @@
 """The HTTP protocol state machine in memory, case by case (as h11 is tested): bytes in, events
-out, the clock passed in. No sockets: what needs them is in test_http_server.py."""
+out, the clock passed in. No sockets: what needs them is in test_server.py."""
 
 from __future__ import annotations
 
