@@ -11,7 +11,7 @@ import pytest
 
 from seda.model.plan import LOOP, make_plan, measure, plan_file, threads_needed
 
-from tests.seda.model import profiled_pipeline
+from tests.helpers import profiled_pipeline
 
 DATA = profiled_pipeline.DATA
 

@@ -3,7 +3,8 @@
 router in 6.2.3) and the rest to ``route`` (on the shared event loop, 0.5 ms of CPU each).
 Handlers sleep for their service times, except on the event loop, which must never block.
 
-``python tests/seda/model/profiled_pipeline.py`` records ``data/pipeline.jsonl`` again.
+``python tests/helpers/profiled_pipeline.py`` records ``tests/seda/model/data/pipeline.jsonl``
+again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import seda
 
 PARSE, QUERY, ROUTE = 0.0015, 0.018, 0.0005     # service times, seconds
 QUERIES = 3                                     # in every 20 events
-DATA = Path(__file__).with_name("data") / "pipeline.jsonl"
+DATA = Path(__file__).parents[1] / "seda" / "model" / "data" / "pipeline.jsonl"
 
 
 class Finished:
