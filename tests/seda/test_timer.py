@@ -40,3 +40,13 @@ def test_timer_rejects_bad_delays(rt, recorder):
             rt.timer.schedule(bad, sink, 1)
 
 
+
+
+def test_pending_counts_the_events_neither_fired_nor_cancelled(rt, recorder):
+    sink = rt.add_stage("r", recorder).sink
+    rt.start()
+    later = [rt.timer.schedule(60.0, sink, n) for n in range(3)]   # not due during the test
+    soon = rt.timer.schedule(0.0, sink, "soon")
+    later[0].cancel()
+    assert recorder.wait(1) == ["soon"]
+    assert rt.timer.pending() == 2 and not soon.cancelled
