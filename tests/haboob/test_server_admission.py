@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import seda
-from haboob.server import CLASSES, Options, build, classifier
+from haboob.server import Options, build, classifier
 from seda.control import ResponseTimeBound
 
 from tests.helpers import WAIT
@@ -78,7 +78,8 @@ def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app)
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
         address, predicate, decided = start(rt, app)
-        predicate.bounds = dict.fromkeys(CLASSES, 0.0)   # as after a spike: admit one queued
+        for k in predicate.classes.values():
+            k.bound = 1.0                               # as after a spike: admit one queued
         busy = send(address)
         assert entered.acquire(timeout=WAIT)             # the one thread is taken
         queued = send(address)
@@ -94,7 +95,8 @@ def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
         address, predicate, decided = start(rt, app, class_header="X-Class")
-        predicate.bounds = {**dict.fromkeys(CLASSES, 0.0), 9: 10.0}
+        for c, k in predicate.classes.items():
+            k.bound = 10.0 if c == 9 else 1.0
         busy = send(address)
         assert entered.acquire(timeout=WAIT)
         queued = send(address)

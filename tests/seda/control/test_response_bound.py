@@ -20,7 +20,7 @@ def test_response_time_bound_sizes_the_queue_by_littles_law_and_tunes_it_by_p90(
     # two threads, 10 ms of service each: 200 events/s; waits 40 ms, p90 50 ms (under target)
     rb.observe(list(range(10)), [0.04] * 10, [0.05] * 10)
     rb.tick(0.01)
-    assert rb.capacity == pytest.approx(200) and rb.bounds[0] == pytest.approx(20)
+    assert rb.capacity == pytest.approx(200) and rb.classes[0].bound == pytest.approx(20)
     stage.queue = 19
     assert rb.accept(None)
     stage.queue = 20
@@ -31,7 +31,7 @@ def test_response_time_bound_sizes_the_queue_by_littles_law_and_tunes_it_by_p90(
     rb.observe(list(range(10)), [0.19] * 10, [0.2] * 10)          # cur 126.5 ms: over target
     rb.tick(0.03)
     assert rb.classes[0].share == pytest.approx(1 / 1.2)
-    assert rb.bounds[0] == pytest.approx(200 * 0.1 / 1.2)
+    assert rb.classes[0].bound == pytest.approx(200 * 0.1 / 1.2)
     stage.queue = 0
     for t in range(4, 8):                                         # idle rounds: samples of 0
         rb.tick(t * 1.0)
@@ -63,3 +63,16 @@ def test_response_time_bound_rejects_bad_parameters():
         ResponseTimeBound(targets={0: 0.1})
     with pytest.raises(ValueError):
         ResponseTimeBound(-1.0)
+
+
+def test_a_stage_slower_than_its_target_still_lets_one_wait():
+    stage = FakeStage()
+    rb = ResponseTimeBound(0.1, nreq=1)
+    rb.attach(stage)
+    rb.tick(0.0)
+    rb.observe([1], [0.0], [1.0])                     # one thread, 1 s each: 1 event/s
+    rb.tick(0.01)
+    assert rb.capacity == pytest.approx(1) and rb.state()["bound"] == 1
+    assert rb.accept(None)
+    stage.queue = 1
+    assert not rb.accept(None)

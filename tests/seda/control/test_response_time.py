@@ -9,7 +9,7 @@ import pytest
 
 import seda
 from seda.control import MulticlassResponseTimeController, ResponseTimeController
-from seda.control.response_time import p90
+from seda.control.response_time import Rounds, p90
 
 from tests.helpers import WAIT
 from tests.helpers.fakes import FakeClock, FakeStage
@@ -18,6 +18,17 @@ from tests.helpers.fakes import FakeClock, FakeStage
 def test_p90_is_the_ninetieth_sample():
     assert p90([float(i) for i in range(100, 0, -1)]) == 90.0
     assert p90([5.0]) == 5.0
+
+
+def test_a_round_ends_after_nreq_samples_or_timeout_seconds():
+    rounds = Rounds(nreq=3, timeout=1.0)
+    assert not rounds.due(0.0, 0)                   # the first look starts the first round
+    assert not rounds.due(0.5, 2)
+    assert rounds.due(0.6, 3)                       # nreq samples
+    assert not rounds.due(1.5, 0)
+    assert rounds.due(1.6, 0)                       # timeout since the last round ended
+    with pytest.raises(ValueError, match="nreq"):
+        Rounds(nreq=0, timeout=1.0)
 
 
 def feed(ctl, value, n=100):
