@@ -15,7 +15,17 @@ import time
 import pytest
 
 import seda
-from seda.io import Closed, Connected, Failed, FileSegment, Packet, Send, SocketLayer, WriteDone
+from seda.io import (
+    Closed,
+    Connected,
+    Failed,
+    FileSegment,
+    Packet,
+    Send,
+    SocketLayer,
+    WriteDone,
+    sockets,
+)
 
 from tests.helpers import WAIT, certs
 from tests.helpers.recorder import Recorder
@@ -377,3 +387,51 @@ def test_closing_with_unread_input_still_delivers_the_last_bytes(rt):
             conn.close()
             assert recv_exactly(c, 10) == b"last words"
             assert c.recv(10) == b""             # then a proper end, not a reset
+
+
+class Closer(seda.EventHandler):
+    """Closes every connection as soon as it is up; tells ``seen`` of the rest."""
+
+    def init(self, ctx):
+        self.seen = ctx.runtime.sink("seen")
+
+    def handle_event(self, ev):
+        if type(ev) is Connected:
+            ev.conn.close()
+        else:
+            self.seen.enqueue(ev)
+
+
+def closer(rt) -> tuple[Recorder, sockets.Listener]:
+    seen = Recorder()
+    rt.add_stage("seen", seen, blocking=False)
+    rt.add_stage("closer", Closer(), blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("closer"))
+    rt.start()
+    return seen, listener
+
+
+def test_lingering_connections_share_one_timer_event(rt, monkeypatch):
+    monkeypatch.setattr(sockets, "LINGER", 60.0)        # none runs out during the test
+    seen, listener = closer(rt)
+    clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(5)]
+    for c in clients:
+        assert c.recv(10) == b""                         # the server's side is shut: lingering
+    assert rt.timer.pending() == 1
+    for c in clients:
+        c.close()                                        # the peers close: so do the lingerers
+    assert all(type(ev) is Closed for ev in seen.wait(5))
+
+
+def test_a_lingering_connection_is_closed_once_its_time_is_up(rt, monkeypatch):
+    monkeypatch.setattr(sockets, "LINGER", 0.05)
+    seen, listener = closer(rt)
+    clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(3)]
+    try:
+        for c in clients:
+            assert c.recv(10) == b""
+        assert all(type(ev) is Closed for ev in seen.wait(3))   # without a word from the peers
+        assert rt.timer.pending() == 0
+    finally:
+        for c in clients:
+            c.close()
