@@ -724,10 +724,7 @@ class SocketLayer:
             self.rt.timer.schedule(lingering[0][0] - now, self.listen_sink, _SWEEP)
 
     def forget(self, conn: Connection) -> None:
+        """``conn`` is closed: the layer and the loop let go of it."""
         self.connections.discard(conn)
-        with contextlib.suppress(OSError):
-            self.loop.remove_reader(conn.fd)
-        if conn._writing:
-            conn._writing = False
-            with contextlib.suppress(OSError):
-                self.loop.remove_writer(conn.fd)
+        conn._writing = False
+        self.loop.unwatch(conn.fd)

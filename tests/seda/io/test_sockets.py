@@ -435,3 +435,51 @@ def test_a_lingering_connection_is_closed_once_its_time_is_up(rt, monkeypatch):
     finally:
         for c in clients:
             c.close()
+
+
+class CountingEpoll:
+    """Stands in for the loop's epoll object, noting each change to what it watches."""
+
+    def __init__(self, epoll) -> None:
+        self.epoll, self.calls = epoll, []
+
+    def __getattr__(self, name):
+        def call(fd, *args):
+            self.calls.append((name, fd))
+            return getattr(self.epoll, name)(fd, *args)
+        return call
+
+
+def test_closing_a_connection_that_waits_to_write_unwatches_it_at_once(rt):
+    conns, done, seen = [], threading.Event(), {}
+
+    class Flood(seda.EventHandler):
+        def handle_event(self, ev):
+            if type(ev) is Connected:
+                ev.conn.enqueue(b"x" * 2**24)          # more than the kernel takes: it waits
+                conns.append(ev.conn)
+
+    rt.add_stage("flood", Flood(), blocking=False)
+    layer = SocketLayer.of(rt)
+    listener = layer.listen(("127.0.0.1", 0), rt.sink("flood"))
+    rt.start()
+
+    def close_on_the_loop():
+        conn, epoll = conns[0], rt.loop._epoll
+        rt.loop._epoll = counting = CountingEpoll(epoll)
+        try:
+            seen["writing"] = conn._writing
+            conn._teardown()
+        finally:
+            rt.loop._epoll = epoll
+        seen["calls"], seen["fd"] = counting.calls, conn.fd
+        done.set()
+
+    with socket.socket() as c:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # takes little of the flood
+        c.settimeout(WAIT)
+        c.connect(listener.address)
+        assert c.recv(1) == b"x"                       # sending has begun, and stopped short
+        layer.call(close_on_the_loop)                  # after the loop's round of sends
+        assert done.wait(WAIT)
+    assert seen["writing"] and seen["calls"] == [("unregister", seen["fd"])]
