@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.loadgen import closed_loop, open_loop
-from benchmarks.serving import REPO, free_port, server
+from benchmarks.results import result_path
+from benchmarks.serving import free_port, server
 
 GUNICORN = Path("/tmp/refbench-venv/bin/gunicorn")   # installed by ../shared/tools/refbench.sh
 APP = "benchmarks.wsgi_apps:burn"
@@ -77,8 +78,7 @@ def main() -> None:
             f"no think time). Open-loop Poisson arrivals: {args.calm:g} s at 0.5C, "
             f"{args.spike:g} s at {args.factor:g}C, {args.calm:g} s at 0.5C. Target p90 "
             f"{args.target_ms:g} ms. Server on core 0, load generator on core 1.\n\n{table}\n")
-    out = REPO / "docs" / "results" / "haboob_overload.md"
-    out.write_text(text)
+    result_path("haboob_overload.md").write_text(text)
     print(text)
 
 
