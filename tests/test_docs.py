@@ -1,7 +1,7 @@
 """The README and docs/*.md say what works: every Python program and shell command in them runs
 here (a benchmark too long for a test has its program and options checked instead), prints what
-the page says it prints where the page shows it, and every file they name exists. How a block
-is marked: tests/helpers/docblocks.py."""
+the page says it prints where the page shows it, and every file they name exists, as does every
+file a docstring or comment names. How a block is marked: tests/helpers/docblocks.py."""
 
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ def test_files_the_pages_name_exist():
              for m in re.finditer(r"`((?:src|tests|benchmarks|docs|examples)/[^`\s]*)`",
                                   page.read_text())}
     missing = sorted(f"{page}: {path}" for page, path in named if not (ROOT / path).exists())
+    assert not missing, "\n".join(missing)
+
+
+def test_files_the_code_names_exist():
+    """Docstrings and comments that send the reader to a file, e.g. benchmarks/micro.py."""
+    sources = [p for d in ("src", "tests", "benchmarks", "examples")
+               for p in (ROOT / d).rglob("*.py")]
+    named = {(p.relative_to(ROOT), m[0]) for p in sources for m in re.finditer(
+        r"\b(?:src|tests|benchmarks|docs|examples)/[\w./-]+\.(?:py|md|jsonl|toml)\b",
+        p.read_text())}
+    missing = sorted(f"{p}: {path}" for p, path in named if not (ROOT / path).exists())
     assert not missing, "\n".join(missing)
 
 

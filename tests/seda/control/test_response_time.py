@@ -156,7 +156,7 @@ def test_response_time_controller_holds_a_target_under_overload(rt):
     target = 0.05
     # rate_max near capacity so the first cut (1.2x per round of nreq samples) is short; from
     # the default 5000/s it takes seconds, and then the additive climb back takes longer still
-    # (measured in benchmarks/overload_response_time.py).
+    # (measured in benchmarks/overload_spike.py).
     ctl = ResponseTimeController(target, nreq=10, timeout=0.2, rate_max=300)
     stage = rt.add_stage("slow", Slow(), predicate=ctl, batch=1)
     rt.start()
