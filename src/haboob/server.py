@@ -10,6 +10,7 @@ Only the PageCache stage touches the cache: CacheMiss sends what it loaded back 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -74,12 +75,18 @@ def classifier(spec: str) -> Any:
     A missing or malformed value is class 0."""
     kind, sep, name = spec.partition(":")
     if sep and kind.lower() == "cookie":
-        def value(req: Any) -> str | None:
+        # a request is classified on its way in and again when its time is measured: parse
+        # each Cookie header once (clients send the same one request after request, too)
+        @functools.lru_cache(maxsize=256)
+        def from_cookie(header: str) -> str | None:
             cookie = SimpleCookie()
             with contextlib.suppress(CookieError):
-                cookie.load(req.header("cookie") or "")
+                cookie.load(header)
             morsel = cookie.get(name)
             return None if morsel is None else morsel.value
+
+        def value(req: Any) -> str | None:
+            return from_cookie(req.header("cookie") or "")
     else:
         def value(req: Any) -> str | None:
             return req.header(spec)

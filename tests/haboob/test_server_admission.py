@@ -6,10 +6,12 @@ from __future__ import annotations
 import http.client
 import queue
 import threading
+from http.cookies import SimpleCookie
 
 import pytest
 
 import seda
+from haboob import server
 from haboob.server import Options, build, classifier
 from seda.control import ResponseTimeBound
 
@@ -32,6 +34,20 @@ class Request:
 ])
 def test_request_classes_from_a_header_or_a_cookie(spec, headers, cls):
     assert classifier(spec)(Request(**headers)) == cls
+
+
+def test_a_cookie_is_parsed_once_however_often_its_request_is_classified(monkeypatch):
+    loads = []
+
+    class Counting(SimpleCookie):
+        def load(self, rawdata):
+            loads.append(rawdata)
+            super().load(rawdata)
+
+    monkeypatch.setattr(server, "SimpleCookie", Counting)
+    classify, request = classifier("cookie:tier"), Request(Cookie="tier=7")
+    assert classify(request) == classify(request) == 7       # admitted, then measured
+    assert loads == ["tier=7"]
 
 
 @pytest.fixture
