@@ -8,17 +8,7 @@ import pytest
 
 from seda.model import JacksonNetwork, LoadDependent, MMm
 
-
-def partition(c_threads: int) -> JacksonNetwork:
-    """4.4.2: A (mu 0.9) sends half its requests to B (0.02, 4 threads), half to C (0.07)."""
-    net = JacksonNetwork()
-    net.add_station("A", 0.9, 1)
-    net.add_station("B", 0.02, 4)
-    net.add_station("C", 0.07, c_threads)
-    net.route("A", "B", 0.5)
-    net.route("A", "C", 0.5)
-    net.arrive("A", 1.0)
-    return net
+from tests.helpers.networks import partition
 
 
 def test_thesis_4_4_2_c_is_the_bottleneck_at_0_14():

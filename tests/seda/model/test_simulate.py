@@ -13,6 +13,8 @@ import pytest
 from seda.model import JacksonNetwork, LoadDependent, MMm, simulate
 from seda.model.simulate import sampler
 
+from tests.helpers.networks import partition
+
 
 def single(mu: float, m: int, lam: float, **load_dependence: float) -> JacksonNetwork:
     net = JacksonNetwork()
@@ -31,18 +33,6 @@ def tandem() -> JacksonNetwork:
     return net
 
 
-def partition() -> JacksonNetwork:
-    """4.4.2 with B 4 threads and C 2, at lambda = 0.1."""
-    net = JacksonNetwork()
-    net.add_station("A", 0.9, 1)
-    net.add_station("B", 0.02, 4)
-    net.add_station("C", 0.07, 2)
-    net.route("A", "B", 0.5)
-    net.route("A", "C", 0.5)
-    net.arrive("A", 0.1)
-    return net
-
-
 def feedback() -> JacksonNetwork:
     net = JacksonNetwork()
     net.add_station("a", 1.0, 1)
@@ -57,7 +47,7 @@ NETWORKS = {                                                 # network, requests
     "M/M/1": (lambda: single(1.0, 1, 0.5), 100_000),
     "M/M/3": (lambda: single(1.0, 3, 2.1), 100_000),
     "tandem": (tandem, 60_000),
-    "partition": (partition, 60_000),
+    "partition": (lambda: partition(c_threads=2, lam=0.1), 60_000),   # 4.4.2, C doubled
     "feedback": (feedback, 60_000),
     "load-dependent": (lambda: single(0.05, 17, 0.1, alpha=4, m_prime=15, beta=0.01), 30_000),
     "lone requests wait": (lambda: single(0.05, 22, 0.1, alpha=4, m_prime=15, beta=0.01),
@@ -145,7 +135,7 @@ def test_a_combined_stage_is_a_custom_service():
 
 
 def test_same_seed_same_result_other_seed_other_result():
-    net = partition()
+    net = partition(c_threads=2, lam=0.1)
     a, b = simulate(net, 20_000, seed=9), simulate(net, 20_000, seed=9)
     assert a == b
     assert simulate(net, 20_000, seed=10).mean_response != a.mean_response
