@@ -16,7 +16,8 @@ import sys
 import tempfile
 
 from benchmarks.loadgen import closed_loop, make_fileset, specweb99
-from benchmarks.serving import REPO, free_port, server
+from benchmarks.results import result_path
+from benchmarks.serving import free_port, server
 
 
 def main() -> None:
@@ -50,7 +51,7 @@ def main() -> None:
             f"| {r.throughput:.0f} | {r.mbit_s:.0f} | {r.mean_ms:.1f} | {r.p50_ms:.1f} | "
             f"{r.p90_ms:.1f} | {r.p99_ms:.1f} | {r.max_ms:.0f} | {e.total} | {r.fairness:.3f} | "
             f"{counts[0]} / {counts[len(counts) // 2]} / {counts[-1]} |\n\n{verdict}\n")
-    (REPO / "docs" / "results" / "haboob_fairness.md").write_text(text)
+    result_path("haboob_fairness.md").write_text(text)
     print(text)
 
 

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import result_path
+
 REQUEST = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
@@ -80,8 +82,7 @@ def main() -> None:
         server.terminate()
         server.wait(30)
     table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
-    out = Path(__file__).resolve().parent.parent / "docs" / "results" / "haboob_idle.md"
-    out.write_text(table)
+    result_path("haboob_idle.md").write_text(table)
     print(table)
 
 

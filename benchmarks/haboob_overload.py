@@ -12,14 +12,14 @@ Servers on core 0, the load generator on core 1. Writes docs/results/haboob_over
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
-from pathlib import Path
 
 from benchmarks.loadgen import closed_loop, open_loop
-from benchmarks.serving import REPO, free_port, server
+from benchmarks.results import result_path
+from benchmarks.serving import free_port, server
 
-GUNICORN = Path("/tmp/refbench-venv/bin/gunicorn")   # installed by ../shared/tools/refbench.sh
 APP = "benchmarks.wsgi_apps:burn"
 
 
@@ -29,9 +29,9 @@ def servers(port: int, target_ms: float) -> dict[str, list[str]]:
            f"haboob --target-p90 {target_ms:g} --threads 2": [*haboob, "--target-p90",
                                                                str(target_ms), "--threads", "2"],
            "haboob (no admission control)": haboob}
-    if GUNICORN.exists():
-        out["gunicorn (1 sync worker)"] = [str(GUNICORN), "-w", "1", "-b", f"127.0.0.1:{port}",
-                                           "--backlog", "2048", APP]
+    if importlib.util.find_spec("gunicorn") is not None:      # the bench extra has it
+        out["gunicorn (1 sync worker)"] = [sys.executable, "-m", "gunicorn", "-w", "1", "-b",
+                                           f"127.0.0.1:{port}", "--backlog", "2048", APP]
     return out
 
 
@@ -77,8 +77,7 @@ def main() -> None:
             f"no think time). Open-loop Poisson arrivals: {args.calm:g} s at 0.5C, "
             f"{args.spike:g} s at {args.factor:g}C, {args.calm:g} s at 0.5C. Target p90 "
             f"{args.target_ms:g} ms. Server on core 0, load generator on core 1.\n\n{table}\n")
-    out = REPO / "docs" / "results" / "haboob_overload.md"
-    out.write_text(text)
+    result_path("haboob_overload.md").write_text(text)
     print(text)
 
 

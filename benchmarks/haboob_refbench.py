@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from results import result_path
+
 HERE = Path(__file__).resolve().parent
 REFBENCH = HERE.parent.parent / "shared" / "tools" / "refbench.sh"
 SERVERS, CONNS = ("nginx", "uvicorn", "haboob"), (64, 1024)   # refbench.sh's defaults
@@ -58,9 +60,7 @@ def main() -> None:
     table = ("| connections | nginx req/s | uvicorn req/s | haboob req/s | haboob / uvicorn "
              "| haboob / nginx |\n|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) +
              f"\n\nMedians of {args.runs} refbench runs of {args.seconds} s per point.\n")
-    out = HERE.parent / "docs" / "results" / "haboob_refbench.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table)
+    result_path("haboob_refbench.md").write_text(table)
     print(table)
 
 

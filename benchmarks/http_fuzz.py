@@ -19,7 +19,8 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=20000)
     args = parser.parse_args()
     os.environ["SEDA_FUZZ_EXAMPLES"] = str(args.examples)
-    tests = os.path.join(os.path.dirname(__file__), "..", "tests", "seda", "test_http_server.py")
+    tests = os.path.join(os.path.dirname(__file__), "..", "tests", "seda", "http",
+                         "test_server.py")
     return pytest.main(["-q", "-p", "no:cacheprovider", tests, "-k", "never_crash",
                         "--timeout", "0"])
 

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import seda
+from results import result_path
 from seda.profile.sampler import rss_bytes
-
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 
 
 class Request:
@@ -179,13 +178,12 @@ def series(run: Run, cls: int | None = None) -> dict[str, list[float]]:
 
 
 def write_table(name: str, header: list[str], rows: list[list[Any]], note: str = "") -> str:
-    RESULTS.mkdir(parents=True, exist_ok=True)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         cells = [f"{c:.2f}" if isinstance(c, float) else str(c) for c in row]
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
-    (RESULTS / f"{name}.md").write_text(text)
+    result_path(f"{name}.md").write_text(text)
     print(text)
     return text
 
@@ -204,8 +202,7 @@ def figure(rows: int, title: str):
 def save(fig, name: str) -> Path:
     import matplotlib.pyplot as plt
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.png"
+    path = result_path(f"{name}.png")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

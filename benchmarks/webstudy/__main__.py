@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks.serving import REPO
+from benchmarks.results import RESULTS
 from benchmarks.webstudy import plots, tables
 from benchmarks.webstudy.servers import CANDIDATES
 from benchmarks.webstudy.study import Settings, highlighted, run, write_json
@@ -42,7 +42,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds before a response counts as an error (60)")
     parser.add_argument("--fileset-mb", type=float, default=100.0,
                         help="SPECweb99 file set size (100)")
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "results",
+    parser.add_argument("--out", type=Path, default=RESULTS,
                         help="directory for webstudy.md, .json and .png (docs/results)")
     parser.add_argument("--cpu", type=int, default=1,
                         help="core for the load generator; servers run on core 0 (1)")

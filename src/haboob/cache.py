@@ -23,8 +23,8 @@ class _Lru:
     def remove(self, key: Any) -> None:
         self.order.pop(key, None)
 
-    def victim(self) -> Any:
-        return next(iter(self.order))
+    def evict(self) -> Any:
+        return self.order.popitem(last=False)[0]
 
 
 class _Ranked:
@@ -46,12 +46,18 @@ class _Ranked:
     def remove(self, key: Any) -> None:
         self.rank.pop(key, None)
 
-    def victim(self) -> Any:
+    def lowest(self) -> tuple:
+        """The entry of the lowest rank, (rank, seq, key)."""
         while True:
             entry = self.heap[0]
             if self.rank.get(entry[2]) is entry:
-                return entry[2]
+                return entry
             heapq.heappop(self.heap)
+
+    def evict(self) -> Any:
+        key = self.lowest()[2]
+        self.remove(key)
+        return key
 
 
 class _Lfu(_Ranked):
@@ -74,7 +80,8 @@ class _Lfu(_Ranked):
 
 class _GreedyDualSize(_Ranked):
     """H(p) = L + 1/size(p) on insertion and on every hit; evict the smallest H and raise L to
-    it (Cao and Irani, 1997), so large files go first and old ones age out."""
+    it (Cao and Irani, 1997), so large files go first and old ones age out. Only an eviction
+    raises L: a file removed because it changed or went away says nothing about the others."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,14 +96,12 @@ class _GreedyDualSize(_Ranked):
         self._push(key, self.inflation + 1.0 / self.sizes[key])
 
     def remove(self, key: Any) -> None:
-        entry = self.rank.get(key)
-        if entry is not None and entry is self._lowest():
-            self.inflation = entry[0]
         super().remove(key)
         self.sizes.pop(key, None)
 
-    def _lowest(self) -> tuple | None:
-        return self.rank.get(self.victim()) if self.rank else None
+    def evict(self) -> Any:
+        self.inflation = self.lowest()[0]
+        return super().evict()
 
 
 POLICIES = {"lru": _Lru, "lfu": _Lfu, "gds": _GreedyDualSize}
@@ -145,7 +150,7 @@ class PageCache:
             return False
         self.remove(key)
         while self.used + size > self.budget:
-            self.remove(self.policy.victim())
+            self._forget(self.policy.evict())
             self.evictions += 1
         self.entries[key] = (value, size)
         self.used += size
@@ -153,9 +158,12 @@ class PageCache:
         return True
 
     def remove(self, key: Any) -> None:
-        entry = self.entries.pop(key, None)
-        if entry is not None:
-            self.used -= entry[1]
+        if key in self.entries:
             self.policy.remove(key)
-            if self.on_remove is not None:
-                self.on_remove(key)
+            self._forget(key)
+
+    def _forget(self, key: Any) -> None:
+        """The entry has left the policy (removed or evicted): drop it and say so."""
+        self.used -= self.entries.pop(key)[1]
+        if self.on_remove is not None:
+            self.on_remove(key)

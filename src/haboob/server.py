@@ -10,6 +10,7 @@ Only the PageCache stage touches the cache: CacheMiss sends what it loaded back 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from http.cookies import CookieError, SimpleCookie
@@ -33,7 +34,16 @@ from seda.status import PREFIX, add_status
 from .access_log import AccessLog
 from .cache import PageCache
 from .options import Options
-from .static import UNSATISFIABLE, Refused, byte_range, content_type, etag, last_modified, resolve
+from .static import (
+    UNSATISFIABLE,
+    Refused,
+    byte_range,
+    content_type,
+    etag,
+    last_modified,
+    precondition_failed,
+    resolve,
+)
 from .static import not_modified as is_not_modified
 
 _GET_HEAD = ("GET", "HEAD")
@@ -48,12 +58,18 @@ def classifier(spec: str) -> Any:
     A missing or malformed value is class 0."""
     kind, sep, name = spec.partition(":")
     if sep and kind.lower() == "cookie":
-        def value(req: Any) -> str | None:
+        # a request is classified on its way in and again when its time is measured: parse
+        # each Cookie header once (clients send the same one request after request, too)
+        @functools.lru_cache(maxsize=256)
+        def from_cookie(header: str) -> str | None:
             cookie = SimpleCookie()
             with contextlib.suppress(CookieError):
-                cookie.load(req.header("cookie") or "")
+                cookie.load(header)
             morsel = cookie.get(name)
             return None if morsel is None else morsel.value
+
+        def value(req: Any) -> str | None:
+            return from_cookie(req.header("cookie") or "")
     else:
         def value(req: Any) -> str | None:
             return req.header(spec)
@@ -94,13 +110,14 @@ class Entry:
         self.not_modified = Prepared(304, prepare_head(validators))
 
 
-_CONDITIONS = {b"if-none-match": 0, b"if-modified-since": 1, b"range": 2, b"if-range": 3}
+_CONDITIONS = {b"if-match": 0, b"if-unmodified-since": 1, b"if-none-match": 2,
+               b"if-modified-since": 3, b"range": 4, b"if-range": 5}
 
 
 def conditions(req: Any) -> list[str | None]:
-    """If-None-Match, If-Modified-Since, Range and If-Range, in one pass over the headers
-    (most requests have none of them: this is on every cache hit)."""
-    found: list[str | None] = [None, None, None, None]
+    """If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since, Range and If-Range, in
+    one pass over the headers (most requests have none of them: this is on every cache hit)."""
+    found: list[str | None] = [None] * len(_CONDITIONS)
     for name, value in req.headers:
         i = _CONDITIONS.get(name.lower())
         if i is not None and found[i] is None:
@@ -109,9 +126,13 @@ def conditions(req: Any) -> list[str | None]:
 
 
 def answer(req: Any, entry: Entry, body: Any = None) -> None:
-    """Answer a GET or HEAD for a known file: 304, 206, 416 or 200 (``body`` for files that
-    are not in memory: a FileBody factory ``body(offset, count)``)."""
-    none_match, modified_since, wanted, if_range = conditions(req)
+    """Answer a GET or HEAD for a known file: 412, 304, 206, 416 or 200 (``body`` for files
+    that are not in memory: a FileBody factory ``body(offset, count)``)."""
+    match, unmodified_since, none_match, modified_since, wanted, if_range = conditions(req)
+    if (match is not None or unmodified_since is not None) and precondition_failed(
+            match, unmodified_since, entry.etag, entry.mtime):
+        req.respond(responses.error(412))
+        return
     if (none_match is not None or modified_since is not None) and is_not_modified(
             none_match, modified_since, entry.etag, entry.mtime):
         req.respond(entry.not_modified)

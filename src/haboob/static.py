@@ -73,6 +73,27 @@ def last_modified(st: os.stat_result) -> str:
     return formatdate(st.st_mtime, usegmt=True)
 
 
+def _date(text: str) -> float | None:
+    """An HTTP date as a timestamp; None for one that cannot be read (the header is ignored)."""
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def precondition_failed(if_match: str | None, if_unmodified_since: str | None, tag: str,
+                        mtime: float) -> bool:
+    """RFC 9110 13.2.2: 412 for a client that wants only the version it knows, once the file
+    has changed. If-Match (strong comparison: a W/ tag never matches) wins over
+    If-Unmodified-Since."""
+    if if_match is not None:
+        return if_match.strip() != "*" and all(t.strip() != tag for t in if_match.split(","))
+    if if_unmodified_since is not None:
+        since = _date(if_unmodified_since)
+        return since is not None and int(mtime) > since
+    return False
+
+
 def not_modified(if_none_match: str | None, if_modified_since: str | None, tag: str,
                  mtime: float) -> bool:
     """RFC 9110 13.1: If-None-Match (weak comparison) wins over If-Modified-Since."""
@@ -82,11 +103,8 @@ def not_modified(if_none_match: str | None, if_modified_since: str | None, tag: 
         weak = tag.removeprefix("W/")
         return any(t.strip().removeprefix("W/") == weak for t in if_none_match.split(","))
     if if_modified_since is not None:
-        try:
-            since = parsedate_to_datetime(if_modified_since).timestamp()
-        except (TypeError, ValueError, IndexError):
-            return False                     # an unreadable date is ignored
-        return int(mtime) <= since
+        since = _date(if_modified_since)
+        return since is not None and int(mtime) <= since
     return False
 
 

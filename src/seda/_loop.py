@@ -191,6 +191,14 @@ class EventLoop:
     def remove_writer(self, fileobj: Any) -> None:
         self._watch(fileobj, 1, None)
 
+    def unwatch(self, fileobj: Any) -> None:
+        """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and
+        then its writer takes two."""
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        if self._watched.pop(fd, None) is not None:
+            with contextlib.suppress(OSError):   # already closed: the kernel forgot it
+                self._epoll.unregister(fd)
+
     def _watch(self, fileobj: Any, slot: int, callback: Callable[[], None] | None) -> None:
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         callbacks = self._watched.get(fd)

@@ -32,6 +32,11 @@ class Scheduler:
             if self._heap[0][2] is fn:
                 self._cond.notify()
 
+    def waiting(self) -> list[Callable[[], None]]:
+        """The calls not yet made, in no particular order."""
+        with self._cond:
+            return [entry[2] for entry in self._heap]
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()

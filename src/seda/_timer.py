@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import threading
 import time
 from typing import Any
 
@@ -11,16 +9,21 @@ from ._scheduler import Scheduler
 
 
 class TimerHandle:
-    """A scheduled event; ``cancel()`` before it is due and it is never enqueued."""
+    """A scheduled event; ``cancel()`` before it is due and it is never enqueued. The timer's
+    scheduler holds the handle and calls it when due."""
 
-    __slots__ = ("cancelled", "event", "sink", "when")
+    __slots__ = ("cancelled", "event", "sink", "timer", "when")
 
-    def __init__(self, when: float, sink: Any, event: Any) -> None:
-        self.when, self.sink, self.event = when, sink, event
+    def __init__(self, timer: Timer, when: float, sink: Any, event: Any) -> None:
+        self.timer, self.when, self.sink, self.event = timer, when, sink, event
         self.cancelled = False
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def __call__(self) -> None:
+        if not self.cancelled and not self.sink.enqueue_lossy(self.event):
+            self.timer.dropped += 1
 
 
 class Timer:
@@ -28,29 +31,18 @@ class Timer:
 
     def __init__(self) -> None:
         self._scheduler = Scheduler("seda:timer")
-        self._waiting: set[TimerHandle] = set()
-        self._lock = threading.Lock()
         self.dropped = 0
 
     def schedule(self, delay_s: float, sink: Any, ev: Any) -> TimerHandle:
         if not delay_s >= 0:
             raise ValueError(f"a timer delay is a number of seconds >= 0, got {delay_s!r}")
-        handle = TimerHandle(time.monotonic() + delay_s, sink, ev)
-        with self._lock:
-            self._waiting.add(handle)
-        self._scheduler.call_at(handle.when, functools.partial(self._fire, handle))
+        handle = TimerHandle(self, time.monotonic() + delay_s, sink, ev)
+        self._scheduler.call_at(handle.when, handle)
         return handle
-
-    def _fire(self, handle: TimerHandle) -> None:
-        with self._lock:
-            self._waiting.discard(handle)
-        if not handle.cancelled and not handle.sink.enqueue_lossy(handle.event):
-            self.dropped += 1
 
     def pending(self) -> int:
         """Timer events neither fired nor cancelled."""
-        with self._lock:
-            return sum(not h.cancelled for h in self._waiting)
+        return sum(not handle.cancelled for handle in self._scheduler.waiting())
 
     def start(self) -> None:
         self._scheduler.start()

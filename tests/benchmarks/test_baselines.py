@@ -12,12 +12,13 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import _repo_root  # must come first: puts the repository on sys.path
 import pytest
+
 from benchmarks.baselines import amped
 from benchmarks.baselines.launch import listen
 from benchmarks.baselines.sped import Connection
 from benchmarks.baselines.static_http import Request, plan
+from benchmarks.serving import REPO
 
 BASELINES = ["thread_per_conn", "bounded_pool", "sped", "amped"]
 BIG = bytes(range(256)) * 1200          # 300 KB: more than one send's worth
@@ -38,7 +39,7 @@ def start(module: str, root: Path, *extra: str) -> tuple[subprocess.Popen[str], 
     """Start a baseline on a free port and wait for its ready line."""
     proc = subprocess.Popen([sys.executable, "-m", f"benchmarks.baselines.{module}", "--root",
                              str(root), "--bind", "127.0.0.1:0", *extra],
-                            cwd=_repo_root.ROOT, stdout=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     match = re.fullmatch(r"ready http://127\.0\.0\.1:(\d+)/\n", line)

@@ -12,8 +12,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import _repo_root  # noqa: F401  (must come first: puts the repository on sys.path)
 import pytest
+
 from benchmarks.loadgen import (
     closed_loop,
     fixed,

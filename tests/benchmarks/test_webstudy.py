@@ -9,8 +9,9 @@ import sys
 from itertools import pairwise
 from pathlib import Path
 
-import _repo_root  # must come first: puts the repository on sys.path
 import pytest
+
+from benchmarks.serving import REPO
 from benchmarks.webstudy import servers
 from benchmarks.webstudy.__main__ import parse
 from benchmarks.webstudy.servers import Candidate, nginx_conf
@@ -23,7 +24,7 @@ def test_a_short_study_writes_its_table_results_and_plots(tmp_path: Path) -> Non
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.webstudy", "--duration", "1", "--clients", "1,4",
          "--servers", "sped,haboob", "--fileset-mb", "1", "--out", str(tmp_path)],
-        cwd=_repo_root.ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.splitlines()[0] == ("2 servers x 2 client counts x 1 s = 4 s of load, "
                                    "plus start-up")
     results = json.loads((tmp_path / "webstudy.json").read_text())

@@ -9,12 +9,13 @@ from itertools import pairwise
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from spec_bytes import HIT_RAW, PING_RAW, PONG_RAW, PUSH_RAW, QUERY_RAW
 
 from gnutella.compression import Deflater, Inflater
 from gnutella.errors import ProtocolError
 from gnutella.handshake import Acceptor, Connector, Established, Request, Send
 from gnutella.parser import DescriptorParser
+
+from tests.helpers.gnutella_spec import HIT_RAW, PING_RAW, PONG_RAW, PUSH_RAW, QUERY_RAW
 
 STREAM = [PING_RAW, PONG_RAW, QUERY_RAW, HIT_RAW, PUSH_RAW] * 20
 

@@ -7,25 +7,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from spec_bytes import (
-    GUID,
-    H_DATA,
-    HIT_RAW,
-    PING_GGEP,
-    PING_GGEP_RAW,
-    PING_RAW,
-    PONG_PAYLOAD,
-    PONG_RAW,
-    PUSH_PAYLOAD,
-    PUSH_RAW,
-    QHD_BYTES,
-    QUERY_PAYLOAD,
-    QUERY_RAW,
-    RESULT_EXT,
-    SERVENT,
-    SHA1,
-    header,
-)
 
 from gnutella.descriptors import (
     QHD,
@@ -50,6 +31,26 @@ from gnutella.descriptors import (
 from gnutella.errors import ProtocolError
 from gnutella.extensions import GGEPExtension, parse_ggep, split_extensions
 from gnutella.parser import DescriptorParser
+
+from tests.helpers.gnutella_spec import (
+    GUID,
+    H_DATA,
+    HIT_RAW,
+    PING_GGEP,
+    PING_GGEP_RAW,
+    PING_RAW,
+    PONG_PAYLOAD,
+    PONG_RAW,
+    PUSH_PAYLOAD,
+    PUSH_RAW,
+    QHD_BYTES,
+    QUERY_PAYLOAD,
+    QUERY_RAW,
+    RESULT_EXT,
+    SERVENT,
+    SHA1,
+    header,
+)
 
 
 def parse_one(raw: bytes):

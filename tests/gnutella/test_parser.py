@@ -8,7 +8,12 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spec_bytes import (
+
+from gnutella.descriptors import PONG, PUSH, QUERY, QUERY_HIT, encode
+from gnutella.errors import ProtocolError
+from gnutella.parser import DescriptorParser
+
+from tests.helpers.gnutella_spec import (
     HIT_RAW,
     PING_GGEP_RAW,
     PING_RAW,
@@ -17,10 +22,6 @@ from spec_bytes import (
     QUERY_RAW,
     header,
 )
-
-from gnutella.descriptors import PONG, PUSH, QUERY, QUERY_HIT, encode
-from gnutella.errors import ProtocolError
-from gnutella.parser import DescriptorParser
 
 VENDOR_RAW = header(0x31, 1, 0, 8) + b"GTKG\x01\x00\x02\x00"   # "messages supported"
 QRP_RAW = header(0x30, 1, 0, 2) + b"\x00\x01"                 # a QRP reset

@@ -47,6 +47,16 @@ def test_greedy_dual_size_ages_out_what_is_no_longer_used():
     assert "old" not in cache
 
 
+def test_greedy_dual_size_ages_the_others_only_by_evicting():
+    cache = PageCache(budget=40, policy="gds")
+    fill(cache, ("a", 10), ("c", 5), ("d", 20))   # H = L + 1/size: a 0.1, c 0.2, d 0.05
+    cache.remove("d")                       # changed on disk: no eviction, L stays 0
+    fill(cache, ("e", 20))                  # so e ranks 0.05, as if d had never been cached
+    fill(cache, ("f", 10))                  # over budget: the lowest, e, goes (not a, at 0.1)
+    assert "e" not in cache and {"a", "c", "f"} <= set(cache.entries)
+    assert cache.policy.inflation == pytest.approx(0.05)   # raised by that eviction alone
+
+
 def test_budget_entry_limit_and_accounting():
     cache = PageCache(budget=100, policy="lru", max_entry=50)
     assert not cache.put("huge", "x", 51)

@@ -15,9 +15,7 @@ import pytest
 from haboob.cli import parse
 from seda.http import Limits
 
-import certs
-
-WAIT = 10.0
+from tests.helpers import WAIT, certs
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import seda
 from haboob.options import Options
 from seda.http import Limits
 
-import certs
+from tests.helpers import certs
 
 
 def app(environ, start_response):

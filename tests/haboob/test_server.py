@@ -15,9 +15,7 @@ import pytest
 import seda
 from haboob.server import Options, build
 
-import certs
-
-WAIT = 10.0
+from tests.helpers import WAIT, certs
 
 
 def hello_app(environ, start_response):
@@ -69,6 +67,11 @@ def test_static_files_cache_and_validators(haboob, site):
     tag, modified = r.getheader("etag"), r.getheader("last-modified")
     assert fetch(address, "/", {"If-None-Match": tag})[0].status == 304
     assert fetch(address, "/", {"If-Modified-Since": modified})[0].status == 304
+    assert fetch(address, "/", {"If-Match": '"not it"'})[0].status == 412
+    assert fetch(address, "/", {"If-Match": tag})[0].status == 200
+    old = "Sat, 01 Jan 2000 00:00:00 GMT"
+    assert fetch(address, "/", {"If-Unmodified-Since": old})[0].status == 412
+    assert fetch(address, "/", {"If-Unmodified-Since": modified})[0].status == 200
     r, body = fetch(address, "/index.html", method="HEAD")
     assert r.status == 200 and body == b"" and r.getheader("content-length") == "13"
     r, body = fetch(address, "/", {"Range": "bytes=4-7"})

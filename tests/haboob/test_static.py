@@ -13,6 +13,7 @@ from haboob.static import (
     content_type,
     etag,
     not_modified,
+    precondition_failed,
     resolve,
 )
 
@@ -80,6 +81,21 @@ def test_conditionals(tmp_path):
     assert not_modified(None, "Sat, 01 Jan 2500 00:00:00 GMT", tag, st.st_mtime)
     assert not not_modified(None, "Sat, 01 Jan 2000 00:00:00 GMT", tag, st.st_mtime)
     assert not not_modified(None, "not a date", tag, st.st_mtime)
+
+
+def test_preconditions(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    st = os.stat(f)
+    tag, old, future = etag(st), "Sat, 01 Jan 2000 00:00:00 GMT", "Sat, 01 Jan 2500 00:00:00 GMT"
+    assert not precondition_failed(None, None, tag, st.st_mtime)
+    assert not precondition_failed(f'"other", {tag}', None, tag, st.st_mtime)
+    assert not precondition_failed("*", None, tag, st.st_mtime)
+    assert precondition_failed('"other"', future, tag, st.st_mtime)    # If-Match wins
+    assert precondition_failed(f"W/{tag}", None, tag, st.st_mtime)      # never a strong match
+    assert precondition_failed(None, old, tag, st.st_mtime)             # changed since
+    assert not precondition_failed(None, future, tag, st.st_mtime)
+    assert not precondition_failed(None, "not a date", tag, st.st_mtime)
 
 
 @pytest.mark.parametrize("header, expected", [

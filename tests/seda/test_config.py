@@ -10,7 +10,7 @@ import pytest
 
 import seda
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 GOOD = """
 [stages.sink]

@@ -7,7 +7,8 @@ import threading
 
 import seda
 
-from conftest import WAIT, Recorder
+from tests.helpers import WAIT
+from tests.helpers.recorder import Recorder
 
 
 class Hop(seda.EventHandler):

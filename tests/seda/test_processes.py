@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from conftest import Recorder
-from workers import BadInit, Square
+from tests.helpers.recorder import Recorder
+from tests.helpers.workers import BadInit, Square
 
 
 def test_events_run_in_other_processes_and_come_back(rt, recorder):

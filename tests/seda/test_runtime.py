@@ -9,7 +9,8 @@ import pytest
 
 import seda
 
-from conftest import WAIT, Recorder
+from tests.helpers import WAIT
+from tests.helpers.recorder import Recorder
 
 
 class Forward(seda.EventHandler):

@@ -7,8 +7,9 @@ import threading
 import pytest
 
 import seda
+from seda.control import QueueDelay, TokenBucket
 
-from conftest import Recorder
+from tests.helpers.recorder import Recorder
 
 
 def test_error_hierarchy():
@@ -136,3 +137,18 @@ def test_many_producers_exactly_once(rt, recorder):
     got = recorder.wait(producers * per)
     assert sorted(got) == [(p, i) for p in range(producers) for i in range(per)]
     assert all(len(b) <= 16 for b in recorder.batches)
+
+
+def test_predicates_can_be_swapped_at_run_time(rt):
+    end = Recorder()
+    stage = rt.add_stage("end", end)
+    rt.start()
+    qd = QueueDelay()
+    stage.sink.predicate = qd
+    assert qd.observe in stage.observers and qd in rt.control
+    stage.sink.enqueue("timed")
+    assert end.wait(1) == ["timed"]             # observed stages still deliver the event
+    stage.sink.predicate = TokenBucket(rate=0, depth=1)
+    assert qd.observe not in stage.observers and qd.stage is None and qd not in rt.control
+    assert stage.sink.enqueue_lossy("one") and not stage.sink.enqueue_lossy("two")
+    assert end.wait(2) == ["timed", "one"]

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import seda
 
-from conftest import WAIT, Recorder
+from tests.helpers import WAIT
+from tests.helpers.recorder import Recorder
 
 
 def test_handle_event_default_and_context(rt):

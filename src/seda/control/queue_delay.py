@@ -47,11 +47,11 @@ class QueueDelay(Controller):
             self.shedding = self.min_wait > self.target
         elif not self._length():
             self.min_wait, self.shedding = None, False       # idle: no queue at all
-        if last is not None:
-            self.bound = self.rate * (self.target if self.shedding else self.interval)
+        if last is not None:                 # at least one may wait: an idle stage admits
+            self.bound = max(1.0, self.rate * (self.target if self.shedding else self.interval))
 
     def accept(self, ev: Any) -> bool:
-        return self._length() < max(1.0, self.bound)     # an idle stage (rate 0) admits
+        return self._length() < self.bound
 
     def state(self) -> dict:
         return {"shedding": self.shedding, "queue_bound": self.bound, "drain_rate": self.rate,

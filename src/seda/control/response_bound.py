@@ -8,32 +8,28 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .driver import Controller, take_all
-from .response_time import smoothed_p90
+from .response_time import Estimate, Rounds
 
 _MAX_SAMPLES = 100_000
 
 
-class _Class:
-    """One class of events: its target, samples, smoothed p90 and share of the bound."""
-
-    __slots__ = ("cur", "err", "samples", "share", "target")
+class _Class(Estimate):
+    """One class of events: its estimate, its share of the bound, and the bound."""
 
     def __init__(self, target: float) -> None:
-        if target <= 0:
-            raise ValueError(f"a response-time target is seconds > 0, got {target!r}")
-        self.target, self.share = target, 1.0
-        self.samples: deque[float] = deque(maxlen=_MAX_SAMPLES)
-        self.cur: float | None = None
-        self.err: float | None = None
+        super().__init__(target)
+        self.share = 1.0
+        self.bound = float("inf")          # queue length at which its arrivals are refused
 
 
 class ResponseTimeBound(Controller):
     """Admission predicate holding the p90 response time (enqueue to done) near ``target`` s.
 
-    An event is refused while ``len(queue) >= capacity * target * share``: no more may wait
-    than the stage finishes within the target. ``capacity`` (events/s) is measured each round
-    as pool threads / mean service time, which under CPython's GIL is right for CPU-bound work
-    (a thread's service time stretches with the threads sharing the core) as for blocking work.
+    An event is refused while ``len(queue) >= capacity * target * share`` (at least 1, so an
+    idle stage admits): no more may wait than the stage finishes within the target.
+    ``capacity`` (events/s) is measured each round as pool threads / mean service time, which
+    under CPython's GIL is right for CPU-bound work (a thread's service time stretches with the
+    threads sharing the core) as for blocking work.
     ``share`` closes the loop on the measured p90 the way the thesis's controller tunes its
     rate: after ``nreq`` samples or ``timeout`` s, ``cur = alpha*cur + (1-alpha)*p90``,
     ``err = (cur - target)/target``; ``err > err_d``: share / ``adj_d``; ``err < err_i``:
@@ -53,33 +49,32 @@ class ResponseTimeBound(Controller):
                  targets: Mapping[int, float] | None = None, adjlo_d: float = 10.0) -> None:
         if (target is None) == (targets is None) or (targets is not None and classify is None):
             raise ValueError("give a target, or classify and targets per class")
-        if nreq < 1 or timeout <= 0 or adj_d <= 1 or not 0 < share_min <= 1:
-            raise ValueError("need nreq >= 1, timeout > 0, adj_d > 1, 0 < share_min <= 1")
-        self.nreq, self.timeout, self.alpha = nreq, timeout, alpha
+        if adj_d <= 1 or not 0 < share_min <= 1:
+            raise ValueError(f"need adj_d > 1 and 0 < share_min <= 1, got {adj_d!r}, "
+                             f"{share_min!r}")
+        self.rounds = Rounds(nreq, timeout)
+        self.period = self.rounds.period
+        self.alpha = alpha
         self.err_i, self.err_d, self.adj_d, self.adjlo_d = err_i, err_d, adj_d, adjlo_d
         self.share_min = share_min
         self.classify = classify
         targets = {0: target} if targets is None else targets
         self.classes = {c: _Class(t) for c, t in sorted(targets.items())}   # lowest first
-        self.lowest = next(iter(self.classes))
-        self.period = min(timeout, 0.01)
+        self.lowest = next(iter(self.classes.values()))
         self.capacity: float | None = None      # events per second, measured
-        self.bounds = {c: float("inf") for c in self.classes}
         self.rejected = 0
         self._services: deque[float] = deque(maxlen=_MAX_SAMPLES)
         self._length: Any = None
-        self._last_run: float | None = None
 
     # -- predicate ------------------------------------------------------------------------------
 
-    def _class(self, ev: Any) -> int:
+    def _class_of(self, ev: Any) -> _Class:
         if self.classify is None:
             return self.lowest
-        c = self.classify(ev)
-        return c if c in self.classes else self.lowest
+        return self.classes.get(self.classify(ev), self.lowest)
 
     def accept(self, ev: Any) -> bool:
-        if self._length() < max(1.0, self.bounds[self._class(ev)]):
+        if self._length() < self._class_of(ev).bound:
             return True
         self.rejected += 1
         return False
@@ -92,24 +87,20 @@ class ResponseTimeBound(Controller):
         stage.observe(self.observe)
 
     def observe(self, events: list, waits: list, responses: list) -> None:
-        classes, classify = self.classes, self._class
+        class_of = self._class_of
         for ev, wait, response in zip(events, waits, responses, strict=True):
-            classes[classify(ev)].samples.append(response)
+            class_of(ev).samples.append(response)
             self._services.append(response - wait)
 
     def tick(self, now: float) -> None:
-        if self._last_run is None:
-            self._last_run = now
-        gathered = sum(len(k.samples) for k in self.classes.values())
-        if gathered < self.nreq and now - self._last_run < self.timeout:
+        if not self.rounds.due(now, sum(len(k.samples) for k in self.classes.values())):
             return
-        self._last_run = now
         services = take_all(self._services)
         if services:
             mean = sum(services) / len(services)
             self.capacity = self.stage.manager.thread_count() / max(mean, 1e-6)
         idle = not self._length()
-        measured = [c for c, k in self.classes.items() if self._measure(k, idle)]
+        measured = [c for c, k in self.classes.items() if k.measure(idle, self.alpha)]
         over = [c for c in measured if self.classes[c].err > self.err_d]
         for c in measured:                 # no share rises below a class missing its target
             k = self.classes[c]
@@ -118,16 +109,8 @@ class ResponseTimeBound(Controller):
         for c in reversed(over):           # highest first
             self._cut(c)
         if self.capacity is not None:
-            self.bounds = {c: self.capacity * k.target * k.share for c, k in self.classes.items()}
-
-    def _measure(self, k: _Class, idle: bool) -> bool:
-        """Fold the round's samples into ``cur`` (see ``smoothed_p90``); False if there is
-        nothing to go on."""
-        cur = smoothed_p90(k.cur, take_all(k.samples), idle, self.alpha)
-        if cur is None:
-            return False
-        k.cur, k.err = cur, (cur - k.target) / k.target
-        return True
+            for k in self.classes.values():      # at least one may wait: an idle stage admits
+                k.bound = max(1.0, self.capacity * k.target * k.share)
 
     def _cut(self, c: int) -> None:
         lower = [k for d, k in self.classes.items() if d < c and k.share > self.share_min]
@@ -141,5 +124,5 @@ class ResponseTimeBound(Controller):
         top = self.classes[max(self.classes)]
         return {"p90_ms": None if top.cur is None else top.cur * 1000,
                 "target_ms": top.target * 1000, "capacity": self.capacity,
-                "bound": self.bounds[max(self.classes)], "rejected": self.rejected,
+                "bound": top.bound, "rejected": self.rejected,
                 "shares": {str(c): k.share for c, k in self.classes.items()}}

@@ -1,6 +1,7 @@
 """The thesis's adaptive admission controllers (7.2.1 and 7.2.3): hold a stage's 90th-percentile
 response time to a target by tuning a token bucket's rate, additive-increase /
-multiplicative-decrease."""
+multiplicative-decrease. Their measurement (``Rounds`` of samples, an ``Estimate`` of the p90) is
+also ResponseTimeBound's."""
 
 from __future__ import annotations
 
@@ -23,47 +24,70 @@ def p90(samples: list[float]) -> float:
     return samples[max(0, math.ceil(0.9 * len(samples)) - 1)]
 
 
-def smoothed_p90(cur: float | None, samples: list[float], idle: bool,
-                 alpha: float) -> float | None:
-    """The thesis's estimate after a round: ``alpha*cur + (1-alpha)*p90(samples)``. None if
-    there is nothing to go on. A stage with no samples and an empty queue is idle: that counts
-    as a sample of 0, so a cut made during a spike can recover after it (the thesis leaves this
-    case open)."""
-    if samples:
-        samp = p90(samples)
-    elif idle:
-        samp = 0.0
-    else:
-        return None
-    return samp if cur is None else alpha * cur + (1 - alpha) * samp
+class Rounds:
+    """The thesis's round (7.2.1): it ends once ``nreq`` samples have gathered or ``timeout``
+    seconds have passed since the last round ended. ``period`` is how often the control thread
+    should look, often enough to end a round soon after its ``nreq``-th sample."""
+
+    def __init__(self, nreq: int, timeout: float) -> None:
+        if nreq < 1 or timeout <= 0:
+            raise ValueError(f"need nreq >= 1 and timeout > 0, got {nreq!r} and {timeout!r}")
+        self.nreq, self.timeout = nreq, timeout
+        self.period = min(timeout, 0.01)
+        self._last: float | None = None
+
+    def due(self, now: float, gathered: int) -> bool:
+        """Whether the round ends at ``now``, with ``gathered`` samples in it."""
+        if self._last is None:
+            self._last = now
+        if gathered < self.nreq and now - self._last < self.timeout:
+            return False
+        self._last = now
+        return True
 
 
-class _Loop:
-    """One AIMD loop: the smoothed p90 estimate and the admission rate it sets (Fig. 49-50)."""
+class Estimate:
+    """What the thesis measures for one target: the round's response-time samples, folded at
+    its end into a smoothed p90 ``cur`` (seconds) and its relative error ``err``."""
+
+    def __init__(self, target: float) -> None:
+        if target <= 0:
+            raise ValueError(f"a response-time target is seconds > 0, got {target!r}")
+        self.target = target
+        self.samples: deque[float] = deque(maxlen=_MAX_SAMPLES)
+        self.cur: float | None = None
+        self.err: float | None = None
+
+    def measure(self, idle: bool, alpha: float) -> bool:
+        """Fold the samples gathered since last time into ``cur = alpha*cur + (1-alpha)*p90``;
+        False if there is nothing to go on. A stage with no samples and an empty queue is idle:
+        that counts as a sample of 0, so a cut made during a spike can recover after it (the
+        thesis leaves this case open)."""
+        samples = take_all(self.samples)
+        if samples:
+            samp = p90(samples)
+        elif idle:
+            samp = 0.0
+        else:
+            return False
+        self.cur = samp if self.cur is None else alpha * self.cur + (1 - alpha) * samp
+        self.err = (self.cur - self.target) / self.target
+        return True
+
+
+class _Loop(Estimate):
+    """One AIMD loop: the estimate and the admission rate it sets (Fig. 49-50)."""
 
     def __init__(self, target: float, p: dict, depth: float | None,
                  clock: Callable[[], float]) -> None:
-        if target <= 0:
-            raise ValueError(f"a response-time target is seconds > 0, got {target!r}")
-        self.target, self.p, self.depth = target, p, depth
+        super().__init__(target)
+        self.p, self.depth = p, depth
         self.rate = p["rate_max"]
         self.bucket = TokenBucket(self.rate, self._depth(), clock)
-        self.samples: deque[float] = deque(maxlen=_MAX_SAMPLES)
-        self.cur: float | None = None       # smoothed p90, seconds
-        self.err: float | None = None
         self.lc = 0                         # multiclass: decrease requests waiting on lc_thresh
 
     def _depth(self) -> float:
         return self.depth if self.depth is not None else max(1.0, self.rate * _BURST)
-
-    def measure(self, idle: bool) -> bool:
-        """Fold the samples gathered since last time into ``cur``; False if there is nothing to
-        go on (see ``smoothed_p90``)."""
-        cur = smoothed_p90(self.cur, take_all(self.samples), idle, self.p["alpha"])
-        if cur is None:
-            return False
-        self.cur, self.err = cur, (cur - self.target) / self.target
-        return True
 
     def set_rate(self, rate: float) -> None:
         self.rate = max(self.p["rate_min"], min(self.p["rate_max"], rate))
@@ -97,17 +121,16 @@ class ResponseTimeController(Controller):
                  depth: float | None = None, measure: bool = True, enabled: bool = True,
                  wait_for_threads: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if nreq < 1 or timeout <= 0 or not 0 < rate_min <= rate_max:
-            raise ValueError("need nreq >= 1, timeout > 0 and 0 < rate_min <= rate_max")
-        self.nreq, self.timeout = nreq, timeout
-        self.period = min(timeout, 0.01)          # how often the control thread looks
+        if not 0 < rate_min <= rate_max:
+            raise ValueError(f"need 0 < rate_min <= rate_max, got {rate_min!r}, {rate_max!r}")
+        self.rounds = Rounds(nreq, timeout)
+        self.period = self.rounds.period
         self.params = {"alpha": alpha, "err_i": err_i, "err_d": err_d, "adj_i": adj_i,
                        "adj_d": adj_d, "c_i": c_i, "rate_min": rate_min, "rate_max": rate_max}
         self.loop = _Loop(target, self.params, depth, clock)
         self.measure, self.enabled, self.wait_for_threads = measure, enabled, wait_for_threads
         self.admitting = enabled
         self.rejected = 0
-        self._last_run: float | None = None
 
     # -- what a stage or application reads and sets ---------------------------------------------
 
@@ -161,14 +184,8 @@ class ResponseTimeController(Controller):
         self.admitting = self.enabled and not growing
 
     def _due(self, now: float, gathered: int) -> bool:
-        """The thesis's trigger: ``nreq`` samples gathered, or ``timeout`` since the last run."""
         self._gate()
-        if self._last_run is None:
-            self._last_run = now
-        if gathered < self.nreq and now - self._last_run < self.timeout:
-            return False
-        self._last_run = now
-        return True
+        return self.rounds.due(now, gathered)
 
     def _idle(self) -> bool:
         return self.stage is None or not len(self.stage.sink)
@@ -176,7 +193,7 @@ class ResponseTimeController(Controller):
     def tick(self, now: float) -> None:
         if not self._due(now, len(self.loop.samples)):
             return
-        if not self.loop.measure(self._idle()) or not self.admitting:
+        if not self.loop.measure(self._idle(), self.params["alpha"]) or not self.admitting:
             return                                # measure while off, but leave the rate be
         err = self.loop.err
         if err > self.params["err_d"]:
@@ -231,7 +248,7 @@ class MulticlassResponseTimeController(ResponseTimeController):
         if not self._due(now, sum(len(loop.samples) for loop in self.loops.values())):
             return
         idle = self._idle()
-        measured = {c: self.loops[c].measure(idle) for c in self.classes}
+        measured = {c: self.loops[c].measure(idle, self.params["alpha"]) for c in self.classes}
         if self.admitting:
             self.step(measured)
 

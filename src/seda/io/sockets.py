@@ -16,6 +16,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -355,7 +356,7 @@ class Connection:
             return
         self.lingering = True
         self.resume_reading()
-        self._layer.rt.timer.schedule(LINGER, self._layer.listen_sink, _Expire(self))
+        self._layer.linger(self)
 
     def _confirm(self) -> None:
         """Everything taken so far is in the kernel: confirm the Send items among it."""
@@ -466,13 +467,11 @@ class _Resume:
         self.listener = listener
 
 
-class _Expire:
-    """Listen-stage event: a lingering connection's time is up."""
+class _Sweep:
+    """Listen-stage event: the oldest lingering connection's time is up."""
 
-    __slots__ = ("conn",)
 
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+_SWEEP = _Sweep()
 
 
 class _ListenStage(EventHandler):
@@ -486,8 +485,8 @@ class _ListenStage(EventHandler):
             kind = type(ev)
             if kind is _Resume:
                 self.layer._watch_listener(ev.listener)
-            elif kind is _Expire:
-                ev.conn._teardown()
+            elif kind is _Sweep:
+                self.layer.sweep()
             elif kind is Stopping:
                 self.layer.quiet()
             else:
@@ -521,6 +520,8 @@ class SocketLayer:
         self._spare: int | None = os.open(os.devnull, os.O_RDONLY)   # for EMFILE, see accept
         self.connections: set[Connection] = set()
         self.listeners: set[Listener] = set()
+        # (deadline, connection), oldest first: all linger alike, so this is deadline order
+        self._lingering: deque[tuple[float, Connection]] = deque()
 
     def limit_reads(self, rate: float | None, burst: int = 32) -> None:
         """Read at most ``rate`` packets per second across all connections (bursts of
@@ -589,6 +590,7 @@ class SocketLayer:
                 self.stop_listening(listener)
             for conn in list(self.connections):
                 conn._teardown()
+            self._lingering.clear()
             if self._spare is not None:
                 os.close(self._spare)
                 self._spare = None
@@ -698,11 +700,23 @@ class SocketLayer:
         if conn.out:
             conn._schedule()
 
+    def linger(self, conn: Connection) -> None:
+        """Close ``conn`` once LINGER has passed, unless its peer closes first (loop thread).
+        One queue and one timer event at a time for all of them, not one per connection."""
+        self._lingering.append((time.monotonic() + LINGER, conn))
+        if len(self._lingering) == 1:
+            self.rt.timer.schedule(LINGER, self.listen_sink, _SWEEP)
+
+    def sweep(self) -> None:
+        """Close the lingering connections whose time is up; wake again for the next one."""
+        lingering, now = self._lingering, time.monotonic()
+        while lingering and lingering[0][0] <= now:
+            lingering.popleft()[1]._teardown()      # nothing, if the peer closed already
+        if lingering:
+            self.rt.timer.schedule(lingering[0][0] - now, self.listen_sink, _SWEEP)
+
     def forget(self, conn: Connection) -> None:
+        """``conn`` is closed: the layer and the loop let go of it."""
         self.connections.discard(conn)
-        with contextlib.suppress(OSError):
-            self.loop.remove_reader(conn.fd)
-        if conn._writing:
-            conn._writing = False
-            with contextlib.suppress(OSError):
-                self.loop.remove_writer(conn.fd)
+        conn._writing = False
+        self.loop.unwatch(conn.fd)

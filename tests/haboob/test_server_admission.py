@@ -1,0 +1,125 @@
+"""Haboob under admission control: --target-p90 bounds each application stage, classes from a
+header or a cookie decide who is refused first, and a refusal is an immediate 503."""
+
+from __future__ import annotations
+
+import http.client
+import queue
+import threading
+from http.cookies import SimpleCookie
+
+import pytest
+
+import seda
+from haboob import server
+from haboob.server import Options, build, classifier
+from seda.control import ResponseTimeBound
+
+from tests.helpers import WAIT
+
+
+class Request:
+    def __init__(self, **headers):
+        self.headers = {k.lower(): v for k, v in headers.items()}
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+
+@pytest.mark.parametrize("spec, headers, cls", [
+    ("X-Class", {"X-Class": "9"}, 9), ("X-Class", {"x-class": " 3 "}, 3),
+    ("X-Class", {}, 0), ("X-Class", {"X-Class": "high"}, 0), ("X-Class", {"X-Class": "10"}, 0),
+    ("cookie:tier", {"Cookie": "a=b; tier=7"}, 7), ("cookie:tier", {"Cookie": "tier=x"}, 0),
+    ("cookie:tier", {"Cookie": "\x00broken"}, 0), ("cookie:tier", {}, 0),
+])
+def test_request_classes_from_a_header_or_a_cookie(spec, headers, cls):
+    assert classifier(spec)(Request(**headers)) == cls
+
+
+def test_a_cookie_is_parsed_once_however_often_its_request_is_classified(monkeypatch):
+    loads = []
+
+    class Counting(SimpleCookie):
+        def load(self, rawdata):
+            loads.append(rawdata)
+            super().load(rawdata)
+
+    monkeypatch.setattr(server, "SimpleCookie", Counting)
+    classify, request = classifier("cookie:tier"), Request(Cookie="tier=7")
+    assert classify(request) == classify(request) == 7       # admitted, then measured
+    assert loads == ["tier=7"]
+
+
+@pytest.fixture
+def blocked_app():
+    """An application on one thread that holds each request until ``release`` is set."""
+    entered, release = threading.Semaphore(0), threading.Event()
+
+    def app(environ, start_response):
+        entered.release()
+        release.wait(WAIT)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"done"]
+
+    return app, entered, release
+
+
+def start(rt, app, **options):
+    """Haboob with one application, and the queue of its admission decisions as they are made
+    (so a test knows a request is queued before it sends the next)."""
+    address = build(rt, Options(port=0, apps=[("/", app)], threads=1, target_p90=0.1,
+                                **options)).address
+    sink = rt.sink("haboob.app0:/")
+    predicate, decided = sink.predicate, queue.Queue()
+    assert isinstance(predicate, ResponseTimeBound)
+    accept = predicate.accept
+
+    def recording(ev):
+        ok = accept(ev)
+        decided.put(ok)
+        return ok
+
+    predicate.accept = recording
+    sink.predicate = predicate                # the sink binds accept when it is set
+    return address, predicate, decided
+
+
+def send(address, headers=None):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/", headers=headers or {})
+    return c
+
+
+def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
+    app, entered, release = blocked_app
+    with seda.Runtime() as rt:
+        address, predicate, decided = start(rt, app)
+        for k in predicate.classes.values():
+            k.bound = 1.0                               # as after a spike: admit one queued
+        busy = send(address)
+        assert entered.acquire(timeout=WAIT)             # the one thread is taken
+        queued = send(address)
+        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)   # admitted, waiting
+        refused = send(address).getresponse()            # over the bound: answered now
+        assert refused.status == 503 and refused.getheader("retry-after") == "1"
+        release.set()
+        assert busy.getresponse().read() == queued.getresponse().read() == b"done"
+        assert predicate.rejected == 1
+
+
+def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
+    app, entered, release = blocked_app
+    with seda.Runtime() as rt:
+        address, predicate, decided = start(rt, app, class_header="X-Class")
+        for c, k in predicate.classes.items():
+            k.bound = 10.0 if c == 9 else 1.0
+        busy = send(address)
+        assert entered.acquire(timeout=WAIT)
+        queued = send(address)
+        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)
+        assert send(address).getresponse().status == 503               # class 0
+        high = send(address, {"X-Class": "9"})                         # admitted
+        release.set()
+        assert high.getresponse().status == 200
+        for c in (busy, queued):
+            assert c.getresponse().status == 200

@@ -1,0 +1,489 @@
+"""The HTTP protocol state machine in memory, case by case (as h11 is tested): bytes in, events
+out, the clock passed in. No sockets: what needs them is in test_server.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seda.http import HttpRequest, Limits, ReadyAnswer, Response, ServerProtocol, StreamBody
+from seda.http.protocol import (
+    ABORT,
+    CLOSE,
+    CLOSED,
+    DONE,
+    IDLE,
+    PAUSE,
+    RESUME,
+    TRANSITIONS,
+    Unsent,
+)
+from seda.http.response import Prepared, prepare_head
+
+
+class Conn:
+    """A protocol with a fake clock; collects what it emits, split by kind."""
+
+    def __init__(self, limits: Limits | None = None, **options) -> None:
+        self.now = 100.0
+        self.p = ServerProtocol(limits or Limits(), "conn", now=self.now, **options)
+        self.events: list = []
+
+    def send(self, data: bytes) -> list:
+        return self._keep(self.p.receive(data, self.now))
+
+    def answer(self, request: HttpRequest, response=None) -> list:
+        return self._keep(self.p.respond(request, response or Response(200, request.path.encode()),
+                                         self.now))
+
+    def tick(self, seconds: float) -> list:
+        self.now += seconds
+        return self._keep(self.p.tick(self.now))
+
+    def _keep(self, events: list) -> list:
+        """Keep every event; return those but PAUSE and RESUME (tested on their own)."""
+        self.events += events
+        return [e for e in events if e is not PAUSE and e is not RESUME]
+
+    def requests(self) -> list[HttpRequest]:
+        return [e for e in self.events if type(e) is HttpRequest]
+
+    def wire(self) -> bytes:
+        return b"".join(e for e in self.events if type(e) is bytes)
+
+    def statuses(self) -> list[int]:
+        return [int(s) for s in re.findall(rb"HTTP/1\.[01] (\d{3})", self.wire())]
+
+    @property
+    def closed(self) -> bool:
+        return CLOSE in self.events or ABORT in self.events
+
+
+def get(path: str = "/", *extra: str) -> bytes:
+    return ("\r\n".join([f"GET {path} HTTP/1.1", "Host: x", *extra]) + "\r\n\r\n").encode()
+
+
+def post(path: str, body: bytes, *extra: str) -> bytes:
+    head = "\r\n".join([f"POST {path} HTTP/1.1", "Host: x", f"Content-Length: {len(body)}",
+                        *extra])
+    return head.encode() + b"\r\n\r\n" + body
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+def test_every_transition_leads_to_a_state_of_its_side():
+    for side, table in TRANSITIONS.items():
+        for state, moves in table.items():
+            for event, nxt in moves.items():
+                assert nxt in table, f"{side}: {state} --{event}--> {nxt} is not a state"
+
+
+# -- well-formed traffic --------------------------------------------------------------------------
+
+def test_a_request_and_its_answer_keep_the_connection_open():
+    c = Conn()
+    (req,) = c.send(get("/a?q=1", "X-Thing: yes"))
+    assert (req.method, req.path, req.query, req.version) == ("GET", "/a", "q=1", "1.1")
+    assert req.header("x-thing") == "yes" and req.keep_alive and req.connection == "conn"
+    c.answer(req)
+    assert c.statuses() == [200] and not c.closed
+    assert c.p.client is IDLE and c.p.server is IDLE
+
+
+def test_answers_leave_in_request_order_whatever_order_they_come_in():
+    c = Conn()
+    a, b, d = c.send(get("/a") + get("/b") + get("/d"))
+    c.answer(d)
+    c.answer(b)
+    assert c.wire() == b""
+    c.answer(a)
+    assert re.findall(rb"\r\n\r\n(/\w)", c.wire()) == [b"/a", b"/b", b"/d"]
+
+
+def test_a_request_split_anywhere_parses_the_same():
+    data = get("/one", "A: 1") + post("/two", b"hello") + get("/three")
+    for cut in range(1, len(data)):
+        c = Conn()
+        c.send(data[:cut])
+        c.send(data[cut:])
+        assert [(r.path, r.body) for r in c.requests()] == [
+            ("/one", b""), ("/two", b"hello"), ("/three", b"")], cut
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 40), max_size=30))
+def test_any_packetisation_of_a_pipelined_stream_gives_the_same_requests(sizes):
+    chunked = (b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"4 ; ext = \"v\"\r\nwiki\r\n5\r\npedia\r\n0\r\nX-Trace: 7\r\n\r\n")
+    data = get("/a") + chunked + post("/p", b"xyz") + get("/z")
+    c, pos = Conn(), 0
+    for size in sizes:
+        c.send(data[pos:pos + size])
+        pos += size
+    c.send(data[pos:])
+    reqs = c.requests()
+    assert [(r.path, r.body) for r in reqs] == [("/a", b""), ("/c", b"wikipedia"),
+                                               ("/p", b"xyz"), ("/z", b"")]
+    assert reqs[1].trailers == [(b"X-Trace", b"7")]
+
+
+def test_expect_100_continue_is_answered_when_its_turn_comes():
+    c = Conn()
+    (slow,) = c.send(get("/slow"))
+    c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue \r\n\r\n")
+    assert b"100 Continue" not in c.wire()           # an answer before it is still owed
+    c.answer(slow)
+    assert c.wire().endswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+    (up,) = c.send(b"abc")
+    assert up.body == b"abc"
+
+
+def test_http_1_2_is_served_as_1_1_and_major_versions_get_505():
+    c = Conn()
+    (req,) = c.send(b"GET / HTTP/1.2\r\nHost: x\r\n\r\n")
+    c.answer(req)
+    assert c.wire().startswith(b"HTTP/1.1 200")
+    for version in (b"2.0", b"3.0"):
+        c = Conn()
+        c.send(b"GET / HTTP/" + version + b"\r\nHost: x\r\n\r\n")
+        assert c.statuses() == [505] and c.closed
+
+
+def test_http_1_0_closes_unless_asked_to_keep_alive():
+    c = Conn()
+    (req,) = c.send(b"GET / HTTP/1.0\r\n\r\n")
+    c.answer(req)
+    assert c.wire().startswith(b"HTTP/1.0 200") and c.closed
+    c = Conn()
+    (req,) = c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    c.answer(req)
+    assert b"connection: keep-alive" in c.wire() and not c.closed
+
+
+def test_the_fragment_is_not_part_of_the_target():
+    c = Conn()
+    (req,) = c.send(get("/p?a=1#frag"))
+    assert (req.path, req.query, req.target) == ("/p", "a=1", "/p?a=1")
+
+
+def test_options_star_and_absolute_form_targets():
+    c = Conn()
+    star, absolute = c.send(b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"
+                            + get("http://x/abs/path?k=v"))
+    assert star.method == "OPTIONS" and star.path == "*"
+    assert (absolute.path, absolute.query) == ("/abs/path", "k=v")
+
+
+def test_an_upgrade_request_is_served_as_a_plain_one():
+    c = Conn()
+    reqs = c.send(get("/ws", "Connection: Upgrade", "Upgrade: websocket") + get("/next"))
+    assert [r.path for r in reqs] == ["/ws", "/next"]
+
+
+# -- what a client may not do ---------------------------------------------------------------------
+
+def test_requests_pipelined_before_connection_close_are_answered_and_nothing_after_runs():
+    c = Conn()
+    reqs = c.send(get("/a") + get("/b", "Connection: close") + get("/c") + b"garbage")
+    assert [r.path for r in reqs] == ["/a", "/b"]
+    assert c.p.client is DONE
+    c.answer(reqs[1])
+    c.answer(reqs[0])
+    assert c.statuses() == [200, 200] and c.events[-1] is CLOSE
+    assert b"connection: close" in c.wire().split(b"HTTP/1.1")[-1]
+
+
+def test_requests_before_a_bad_one_are_answered_in_order_then_the_400():
+    c = Conn()
+    posts = b"".join(post(f"/p{i}", b"x") for i in range(10))
+    reqs = c.send(posts + b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"
+                  + get("/never"))
+    assert [r.path for r in reqs] == [f"/p{i}" for i in range(10)]
+    assert c.wire() == b""                           # the 400 waits for the ten answers
+    for req in reversed(reqs):
+        c.answer(req)
+    assert c.statuses() == [200] * 10 + [400] and c.events[-1] is CLOSE
+    assert b"connection: close" not in c.wire().split(b"HTTP/1.1 400")[0]
+
+
+@pytest.mark.parametrize("trailer", [b"Host: evil", b"Content-Type: text/evil",
+                                     b"Transfer-Encoding: chunked", b"Content-Length: 9"])
+def test_trailers_cannot_carry_framing_routing_or_content_fields(trailer):
+    c = Conn()
+    c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+           b"3\r\nabc\r\n0\r\n" + trailer + b"\r\n\r\n")
+    assert c.requests() == [] and c.statuses() == [400] and c.closed
+
+
+def test_trailers_reach_the_application_apart_from_the_headers():
+    c = Conn()
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    b"3\r\nabc\r\n0\r\nX-Forwarded-For: 6.6.6.6\r\nX-Checksum: 12 \r\n\r\n")
+    assert req.body == b"abc"
+    assert req.trailers == [(b"X-Forwarded-For", b"6.6.6.6"), (b"X-Checksum", b"12")]
+    assert req.header("x-forwarded-for") is None
+
+
+def test_field_values_lose_surrounding_whitespace():
+    c = Conn()
+    (req,) = c.send(get("/", "X-Value: abc \t", "X-Empty:   "))
+    assert req.header("x-value") == "abc" and req.header("x-empty") == ""
+
+
+@pytest.mark.parametrize("line", [b"3;a=b", b"3 ;a=b", b"3; a=b", b"3;a = b", b"3 ; a = \"q s\"",
+                                  b"3;a;b=c"])
+def test_chunk_extensions_may_have_whitespace_around_semicolon_and_equals(line):
+    c = Conn()
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + line + b"\r\nabc\r\n0\r\n\r\n")
+    assert req.body == b"abc"
+
+
+@pytest.mark.parametrize("request_line, status", [
+    (b"-BLARGH / HTTP/1.1", 501), (b"BREW / HTTP/1.1", 501), (b"GET\x01 / HTTP/1.1", 400),
+    (b"CONNECT example.com:443 HTTP/1.1", 501)])
+def test_unknown_methods_get_501_and_what_is_no_method_400(request_line, status):
+    c = Conn()
+    c.send(request_line + b"\r\nHost: x\r\n\r\n")
+    assert c.statuses() == [status] and c.closed
+
+
+@pytest.mark.parametrize("host", [b"x y/z", b"a/b", b"a@b", b"[::1", b"h:po"])
+def test_an_invalid_host_is_refused(host):
+    c = Conn()
+    c.send(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+    assert c.statuses() == [400]
+
+
+@pytest.mark.parametrize("host", [b"example.com", b"example.com:8080", b"[::1]:80", b"10.0.0.1",
+                                  b""])
+def test_valid_hosts_are_accepted(host):
+    c = Conn()
+    assert len(c.send(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")) == 1
+
+
+def test_a_coding_other_than_chunked_is_not_implemented():
+    c = Conn()
+    c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+    assert c.statuses() == [501]
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read():
+    c = Conn(Limits(max_body=10))
+    c.send(post("/", b"x" * 11))
+    assert c.statuses() == [413] and c.closed and c.requests() == []
+
+
+def test_a_head_that_never_ends_is_refused_at_its_limit():
+    c = Conn(Limits(max_request_line=100, max_header_bytes=200))
+    c.send(b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 400)
+    assert c.statuses() == [431] and c.closed
+
+
+# -- bodies read by the application as they arrive ------------------------------------------------
+
+def test_a_large_body_is_handed_over_at_once_and_streamed():
+    c = Conn(Limits(stream_body_over=10))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\n" + b"a" * 12)
+    assert req.stream is not None and req.body == b""
+    c.send(b"b" * 18)
+    assert req.stream.read() == b"a" * 12 + b"b" * 18
+
+
+def test_a_body_the_application_did_not_read_is_drained_and_the_connection_kept():
+    c = Conn(Limits(stream_body_over=10, max_discard=1000))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + b"a" * 100)
+    c.answer(req, Response(413, b"no"))
+    assert c.statuses() == [413] and not c.closed
+    (nxt,) = c.send(b"a" * 400 + get("/next"))
+    assert nxt.path == "/next"
+
+
+def test_an_unread_body_too_large_to_drain_closes_after_the_answer():
+    c = Conn(Limits(stream_body_over=10, max_discard=1000))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"a" * 100)
+    c.answer(req, Response(200, b"early"))
+    assert b"connection: close" in c.wire() and c.events[-1] is CLOSE
+
+
+def test_a_body_cut_short_fails_the_reader_and_its_answer_is_the_last():
+    c = Conn(Limits(stream_body_over=10))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + b"a" * 100)
+    c.send(b"")                                     # the client stopped sending
+    with pytest.raises(ConnectionError):
+        req.stream.read()
+    c.answer(req, Response(400, b""))
+    assert c.statuses() == [400] and c.events[-1] is CLOSE
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+def test_a_streamed_answer_goes_piece_by_piece_and_the_next_waits_for_it():
+    c = Conn()
+    a, b = c.send(get("/a") + get("/b"))
+    stream = StreamBody()
+    c.answer(a, Response(200, stream))
+    c.answer(b)
+    assert c.events.count(stream) == 1               # the socket side attaches to it
+    stream.write(b"first")
+    c._keep(c.p.pump(c.now))
+    assert c.wire().endswith(b"5\r\nfirst\r\n")     # sent while more may come
+    stream.finish()
+    c._keep(c.p.pump(c.now))
+    assert c.statuses() == [200, 200] and c.wire().endswith(b"/b")
+
+
+def test_a_stream_the_application_cannot_finish_aborts_the_connection():
+    c = Conn()
+    (a,) = c.send(get("/a"))
+    stream = StreamBody()
+    c.answer(a, Response(200, stream))
+    stream.write(b"partial")
+    stream.fail()
+    c._keep(c.p.pump(c.now))
+    assert c.events[-1] is ABORT and c.p.stats.aborted == 1
+
+
+def test_an_answer_too_late_comes_back_unsent():
+    c = Conn(Limits(response_timeout=5))
+    (req,) = c.send(get("/slow"))
+    c.tick(6)
+    assert c.statuses() == [500] and c.closed
+    (late,) = c.answer(req)
+    assert type(late) is Unsent
+
+
+def test_ready_answers_serve_plain_gets_without_a_request_event():
+    ok = Prepared(200, prepare_head([("content-length", "2")]), b"hi")
+    answers = {b"/f": ReadyAnswer(ok, fresh_until=200.0)}
+    c = Conn(answers=answers)
+    assert c.send(get("/f")) == [c.wire()] and c.statuses() == [200]
+    assert answers[b"/f"].hits == 1
+    (req,) = c.send(get("/f", "Range: bytes=0-0"))   # not plain: the application decides
+    assert req.path == "/f"
+
+
+# -- time -----------------------------------------------------------------------------------------
+
+def test_a_head_too_slow_gets_408():
+    c = Conn(Limits(header_timeout=5))
+    c.send(b"GET / HTTP/1.1\r\n")
+    c.tick(4)
+    assert c.wire() == b""
+    c.tick(2)
+    assert c.statuses() == [408] and c.closed
+
+
+def test_empty_lines_between_requests_are_no_request():
+    """RFC 9112 2.2: a CRLF after a body (old clients send one) is ignored; it starts no head
+    whose timeout would answer an idle connection with a 408."""
+    c = Conn(Limits(header_timeout=5, keepalive_timeout=20))
+    (req,) = c.send(post("/", b"data"))
+    c.answer(req)
+    c.send(b"\r\n")
+    c.tick(10)
+    assert c.statuses() == [200] and not c.closed
+    (req,) = c.send(get("/next"))
+    assert req.path == "/next"
+    c.send(b"\r\n\r\n" + get("/after"))
+    assert [r.path for r in c.requests()] == ["/", "/next", "/after"]
+
+
+def test_an_idle_keep_alive_connection_is_closed_but_not_while_an_answer_is_owed():
+    c = Conn(Limits(keepalive_timeout=5, response_timeout=60))
+    (req,) = c.send(get("/"))
+    c.tick(10)
+    assert not c.closed                              # waiting for the application
+    c.answer(req)
+    c.tick(4)
+    assert not c.closed
+    c.tick(2)
+    assert c.closed and c.p.server is CLOSED
+
+
+def test_stopping_closes_idle_connections_and_lets_a_request_in_progress_finish():
+    c = Conn()
+    c._keep(c.p.stop(c.now))
+    assert c.closed
+    c = Conn()
+    c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")
+    c._keep(c.p.stop(c.now))
+    assert not c.closed
+    (req,) = c.send(b"cd")
+    c.answer(req)
+    assert b"connection: close" in c.wire() and c.events[-1] is CLOSE
+
+
+def test_the_end_of_input_answers_what_was_asked_then_closes():
+    c = Conn()
+    a, b = c.send(get("/a") + get("/b"))
+    c.send(b"")
+    c.answer(a)
+    assert not c.closed
+    c.answer(b)
+    assert c.statuses() == [200, 200] and c.events[-1] is CLOSE
+
+
+def test_a_lost_connection_gives_back_what_was_never_sent():
+    c = Conn()
+    _, b = c.send(get("/a") + get("/b"))
+    later = Response(200, b"b")
+    c.answer(b, later)
+    assert c.p.connection_lost() == [later] and c.p.stats.dropped == 2
+
+
+def test_chunked_on_http_1_0_closes_after_the_request():
+    """RFC 9112 6.1: the framing of an HTTP/1.0 message with Transfer-Encoding is suspect."""
+    c = Conn()
+    reqs = c.send(b"POST / HTTP/1.0\r\nConnection: keep-alive\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                  b"GET /smuggled HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    assert [r.body for r in reqs] == [b"hello"] and c.p.client is DONE
+    c.answer(reqs[0])
+    assert c.statuses() == [200] and c.events[-1] is CLOSE
+
+
+@pytest.mark.parametrize("coding, status", [(b"identity", 400), (b"chunked, gzip", 400),
+                                            (b"gzip, chunked", 501)])
+def test_transfer_codings_other_than_chunked(coding, status):
+    c = Conn()
+    c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + b"\r\n\r\n")
+    assert c.statuses() == [status] and c.closed
+
+
+def test_an_absolute_target_names_the_host():
+    """RFC 9112 3.2.2: the target's authority wins over the Host field."""
+    c = Conn()
+    (req,) = c.send(b"GET http://a.example:8080/abs HTTP/1.1\r\nHost: b.example\r\n\r\n")
+    assert req.header("host") == "a.example:8080" and req.path == "/abs"
+
+
+def test_reading_pauses_while_the_pipelining_window_is_full_and_resumes_as_answers_go():
+    c = Conn(Limits(max_pipelined=2))
+    a, b = c.send(get("/a") + get("/b"))
+    assert c.events[-1] is PAUSE and not c.p.wants_input
+    c.answer(a)
+    assert c.events[-1] is RESUME and c.p.wants_input
+    c.answer(b)
+    assert c.events.count(PAUSE) == 1 and c.events.count(RESUME) == 1
+
+
+def test_reading_pauses_while_a_body_waits_unread_and_resumes_when_drained():
+    c = Conn(Limits(stream_body_over=10))
+    (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 400000\r\n\r\n"
+                    + b"a" * 300_000)                 # more than the reader holds unread
+    assert c.events[-1] is PAUSE
+    assert len(req.stream.read(200_000)) == 200_000   # the application takes most of it
+    c._keep(c.p.drained(c.now))
+    assert c.events[-1] is RESUME
+
+
+def test_no_question_of_reading_on_the_common_request():
+    c = Conn()
+    for _ in range(3):
+        (req,) = c.send(get("/"))
+        c.answer(req)
+    assert PAUSE not in c.events and RESUME not in c.events

@@ -1,0 +1,175 @@
+"""WSGI applications in their own stage, checked by wsgiref's validator."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+from wsgiref.validate import validator
+
+import pytest
+
+from seda.http import Limits, mount, serve
+
+from tests.helpers import WAIT
+
+
+def run(rt, app, **options):
+    sink = mount(rt, validator(app), threads=4, **options)
+    address = serve(rt, ("127.0.0.1", 0), sink, limits=Limits(response_timeout=5)).address
+    rt.start()
+    return address
+
+
+def get(address, method="GET", path="/", body=None, headers=None):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r, data
+
+
+def describe(environ, start_response):
+    keys = ["REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
+            "CONTENT_LENGTH", "SERVER_PROTOCOL", "HTTP_X_TWICE", "wsgi.url_scheme"]
+    info = {k: environ.get(k) for k in keys}
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    info["body"] = environ["wsgi.input"].read(length).decode()
+    info["remote"] = environ["REMOTE_ADDR"]
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps(info).encode()]
+
+
+def test_environ_is_complete_and_the_body_readable(rt):
+    address = run(rt, describe, script_name="/app")
+    r, data = get(address, "POST", "/app/a%20b?x=1", b"payload",
+                  {"Content-Type": "text/plain", "X-Twice": "1"})
+    info = json.loads(data)
+    assert r.status == 200
+    assert info == {"REQUEST_METHOD": "POST", "SCRIPT_NAME": "/app", "PATH_INFO": "/a b",
+                    "QUERY_STRING": "x=1", "CONTENT_TYPE": "text/plain", "CONTENT_LENGTH": "7",
+                    "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_X_TWICE": "1",
+                    "wsgi.url_scheme": "http", "body": "payload", "remote": "127.0.0.1"}
+
+
+def test_write_callable_and_iterable_close(rt):
+    closed = threading.Event()
+
+    class Body:
+        def __iter__(self):
+            yield b"from iterable"
+
+        def close(self):
+            closed.set()
+
+    def app(environ, start_response):
+        write = start_response("201 Created", [("Content-Type", "text/plain")])
+        write(b"from write;")
+        return Body()
+
+    r, data = get(run(rt, app))
+    assert r.status == 201 and data == b"from write;from iterable"
+    assert closed.wait(WAIT)
+
+
+def test_a_large_response_streams_without_being_held_whole(rt):
+    piece = b"z" * 65536
+    sent = []
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        for i in range(200):                     # 13 MB
+            sent.append(i)
+            yield piece
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = s.recv(4096)
+        assert b"transfer-encoding: chunked" in head
+        # the client has read almost nothing: the application must be held back
+        produced = len(sent)
+        assert produced < 100, "a streamed response must not be produced far ahead of the client"
+        received = len(head)
+        while True:
+            chunk = s.recv(1 << 20)
+            received += len(chunk)
+            if chunk.endswith(b"0\r\n\r\n") or not chunk:
+                break
+    assert len(sent) == 200 and received > 200 * 65536
+
+
+def test_an_exception_is_a_500_with_the_traceback_logged(rt, caplog):
+    def app(environ, start_response):
+        raise KeyError("the application failed")
+
+    r, _ = get(run(rt, app))
+    assert r.status == 500
+    assert "KeyError: 'the application failed'" in caplog.text
+    assert "GET / raised" in caplog.text
+
+
+def test_start_response_with_exc_info_replaces_the_status(rt):
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        try:
+            raise ValueError("late")
+        except ValueError:
+            start_response("500 Internal Server Error", [("Content-Type", "text/plain")],
+                           sys.exc_info())
+        return [b"sorry"]
+
+    r, data = get(run(rt, app))
+    assert r.status == 500 and data == b"sorry"
+
+
+def test_head_gets_no_body_and_http10_gets_a_close(rt):
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"a", b"b"]
+
+    address = run(rt, app)
+    r, data = get(address, "HEAD")
+    assert r.status == 200 and data == b""
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        out = b""
+        while chunk := s.recv(4096):
+            out += chunk
+    assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
+
+
+def test_the_application_stage_sheds_with_503(rt):
+    address = run(rt, describe, predicate=lambda req: False)
+    r, _ = get(address)
+    assert r.status == 503 and r.getheader("retry-after") == "1"
+
+
+@pytest.mark.parametrize("bad", [
+    lambda e, s: [b"never started"],
+    lambda e, s: (s("OK", []), [b""])[1],
+])
+def test_broken_applications_get_500(rt, bad):
+    r, _ = get(run(rt, bad))
+    assert r.status == 500
+
+
+def test_wsgi_input_streams_a_large_body(rt):
+    def app(environ, start_response):
+        h, size, stream = hashlib.sha256(), 0, environ["wsgi.input"]
+        while piece := stream.read(65536):
+            h.update(piece)
+            size += len(piece)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"{size} {h.hexdigest()}".encode()]
+
+    body = os.urandom(3 * 2**20)
+    r, data = get(run(rt, app), "POST", "/", body)
+    assert r.status == 200
+    assert data == f"{len(body)} {hashlib.sha256(body).hexdigest()}".encode()
