@@ -10,7 +10,11 @@ import resource
 import threading
 import time
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._runtime import Runtime
+    from .._stage import Stage
 
 
 def rss_bytes() -> int:
@@ -22,7 +26,7 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def flow(stage: Any) -> dict:
+def flow(stage: Stage) -> dict[str, Any]:
     """What the queueing model (``python -m seda.model plan``) needs beyond ``stats()``: the
     events the stage accepted, how many of them each other stage sent (the rest came from
     outside the stages), and the mean handler time per event over its recent batches."""
@@ -37,7 +41,7 @@ class Sampler:
     """Every ``interval`` seconds: ``{"t", "rss", "stages": runtime.stats()}`` as one line,
     each stage's entry extended by :func:`flow`."""
 
-    def __init__(self, runtime: Any, path: str | PathLike, interval: float = 1.0) -> None:
+    def __init__(self, runtime: Runtime, path: str | PathLike[str], interval: float = 1.0) -> None:
         if interval <= 0:
             raise ValueError(f"the profiler interval is in seconds and > 0, got {interval!r}")
         self.runtime, self.path, self.interval = runtime, path, interval
@@ -56,7 +60,7 @@ class Sampler:
             self._thread.join()
         self._file.close()
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         stages = self.runtime.stats()
         for name, row in stages.items():
             with contextlib.suppress(KeyError):          # destroyed since stats()
