@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ._sink import Cursor, connect, thread_cursor
 
 if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
+
     from ._stage import Stage
 
 log = logging.getLogger("seda")
@@ -181,21 +183,22 @@ class EventLoop:
 
     call_soon_threadsafe = call_soon      # deque.append is atomic; wake() covers the sleeper
 
-    def add_reader(self, fileobj: Any, callback: Callable[[], None]) -> None:
+    def add_reader(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable.
         Selector registration belongs to the loop thread: from elsewhere use ``call_soon``."""
         self._watch(fileobj, 0, callback)
 
-    def add_writer(self, fileobj: Any, callback: Callable[[], None]) -> None:
+    def add_writer(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         self._watch(fileobj, 1, callback)
 
-    def remove_reader(self, fileobj: Any) -> None:
+    def remove_reader(self, fileobj: FileDescriptorLike) -> None:
         self._watch(fileobj, 0, None)
 
-    def remove_writer(self, fileobj: Any) -> None:
+    def remove_writer(self, fileobj: FileDescriptorLike) -> None:
         self._watch(fileobj, 1, None)
 
-    def _watch(self, fileobj: Any, slot: int, callback: Callable[[], None] | None) -> None:
+    def _watch(self, fileobj: FileDescriptorLike, slot: int,
+               callback: Callable[[], None] | None) -> None:
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         callbacks = self._watched.get(fd)
         if callbacks is None:

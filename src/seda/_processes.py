@@ -18,7 +18,7 @@ import pickle
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._queues import Worker
@@ -226,14 +226,14 @@ class _RemoteSink:
     def enqueue(self, ev: Any) -> None:
         self._call("enqueue", ev)
 
-    def enqueue_many(self, events: Any) -> None:
+    def enqueue_many(self, events: Iterable[Any]) -> None:
         self._call("enqueue_many", list(events))
 
     def enqueue_lossy(self, ev: Any) -> bool:
         accepted: bool = self._call("enqueue_lossy", ev)
         return accepted
 
-    def enqueue_prepare(self, events: Any) -> int:
+    def enqueue_prepare(self, events: Iterable[Any]) -> int:
         token: int = self._call("enqueue_prepare", list(events))
         return token
 

@@ -192,7 +192,8 @@ class ServerProtocol:
         self.wants_input = True               # as last told with PAUSE / RESUME
         self.peer, self.scheme = peer, scheme
         self.stats = stats or ServerStats()
-        self.parser: Any = None               # made for the first head, and after a body
+        # made for the first head, and after a body
+        self.parser: httptools.HttpRequestParser | None = None
         self.client = self.server = IDLE
         self.next_seq = 0                     # number of the next request read
         self.send_seq = 0                     # number of the next response to send
@@ -365,7 +366,8 @@ class ServerProtocol:
 
     def on_headers_complete(self) -> None:
         self.client = _CLIENT[self.client]["head"]
-        parser, limits = self.parser, self.limits
+        parser: httptools.HttpRequestParser
+        parser, limits = self.parser, self.limits  # type: ignore[assignment]  # it calls us: set
         headers = self._headers
         # the head's bytes so far, less the request line's: its fields
         if (len(headers) > limits.max_headers
