@@ -137,12 +137,12 @@ class ProcessPool(ThreadPool):
     def new_worker(self) -> ProcessWorker:
         return self._unclaimed.pop() if self._unclaimed else self._fresh()
 
-    # (ThreadPool hands these hooks the workers new_worker made: ProcessWorkers)
-    def end_worker(self, worker: ProcessWorker) -> None:  # type: ignore[override]
+    # (ThreadPool hands these hooks only the workers new_worker made: ProcessWorkers)
+    def end_worker(self, worker: ProcessWorker) -> None:  # type: ignore[override]  # its own
         deadline = self.deadline if self.deadline is not None else time.monotonic() + 5.0
         self._halt(worker, deadline)
 
-    def run_batch(self, worker: ProcessWorker, batch: list[Any]) -> None:  # type: ignore[override]
+    def run_batch(self, worker: ProcessWorker, batch: list[Any]) -> None:  # type: ignore[override]  # its own
         stage, conn = self.stage, worker.conn
         if self._keyed:
             batch = [data for _, data in batch]
@@ -289,8 +289,8 @@ def _child_main(conn: Connection[Any, Any], name: str, handler: bytes,
     runtime = _ChildRuntime(conn)
     try:
         # stand-ins for the runtime and the sink: the parts a handler uses, served by the parent
-        stage = _ChildStage(name, pickle.loads(handler), runtime, 1, params)  # type: ignore[arg-type]
-        stage.sink = _RemoteSink(name, conn)  # type: ignore[assignment]
+        stage = _ChildStage(name, pickle.loads(handler), runtime, 1, params)  # type: ignore[arg-type]  # stand-in
+        stage.sink = _RemoteSink(name, conn)  # type: ignore[assignment]  # stand-in
         stage.tracebacks = []
         stage.handler.init(stage.context())
     except Exception:

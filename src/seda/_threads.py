@@ -77,8 +77,7 @@ class ThreadPool:
 
     def busy_with(self, key: Any) -> bool:
         """A keyed stage: whether events with ``key`` are queued or being handled."""
-        # asked of keyed stages only, whose queue is a KeyedQueue: mypy cannot know that
-        return self.queue.busy_with(key)  # type: ignore[attr-defined, no-any-return]
+        return self.queue.busy_with(key)  # type: ignore[attr-defined, no-any-return]  # KeyedQueue
 
     @property
     def cap(self) -> int:

@@ -60,8 +60,7 @@ class HttpConnection:
             wake=self._wake_reading, now=time.monotonic())
 
     def feed(self, data: bytes) -> None:
-        # (fed only while connected: lost() unsets the protocol after the last packet)
-        self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]
+        self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]  # open
 
     def respond(self, request: HttpRequest, response: Answer) -> None:
         """Send ``response`` to ``request``, in request order. Any thread."""
@@ -113,7 +112,7 @@ class HttpConnection:
         try:
             self.server.sink.enqueue(request)
         except SinkError:
-            self._run(self.protocol.shed(request, time.monotonic()))  # type: ignore[union-attr]
+            self._run(self.protocol.shed(request, time.monotonic()))  # type: ignore[union-attr]  # open
 
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send; while
