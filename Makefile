@@ -39,6 +39,7 @@ test: $(STAMP) $(VENV)/.chromium
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/micro.py

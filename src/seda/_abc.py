@@ -4,7 +4,8 @@ A thread manager decides where a stage's handler runs (thesis 5.2.1); the core s
 (``_threads.ThreadPool``, ``_loop.LoopStage``, ``_processes.ProcessPool``) and talks to them
 only through ``ThreadManager``. A controller is a feedback loop over one stage (thesis 5.4,
 chapter 7); ``seda.control`` holds the project's, and the runtime knows them only as
-``Controller``: it attaches them and ticks them, so the core imports nothing from above.
+``Controller``: it attaches them and ticks them, so the core imports nothing from above. A
+``DoneSink`` is where a completion is reported.
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ class ThreadManager(Protocol):
 
     def unwrap_keys(self, unwrap: Callable[[Any], Any]) -> None:
         """Queued items are about to be wrapped (``Stage.observe``): key on what is inside."""
+
+
+class DoneSink(Protocol):
+    """Where the socket and file layers report a completion (``WriteDone``, ``FileDone``): a
+    ``Sink``, or any object with its ``enqueue_lossy``."""
+
+    def enqueue_lossy(self, ev: Any, /) -> bool:
+        """Take ``ev`` if admitted; False when it was dropped."""
 
 
 class Controller:

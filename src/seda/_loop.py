@@ -17,9 +17,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from random import randrange
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._sink import Cursor, connect, thread_cursor
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
+
+    from ._stage import Stage
 
 log = logging.getLogger("seda")
 
@@ -39,14 +44,14 @@ SAMPLE_EVERY = 16
 class LoopStage:
     """The thread manager of one non-blocking stage: its deque on the shared loop."""
 
-    kind = "loop"
-    local = True
+    kind: ClassVar[str] = "loop"
+    local: ClassVar[bool] = True
     __slots__ = ("items", "loop", "runs", "scheduled", "stage")
 
-    def __init__(self, stage: Any, loop: EventLoop) -> None:
+    def __init__(self, stage: Stage, loop: EventLoop) -> None:
         self.stage = stage
         self.loop = loop
-        self.items: deque = deque()
+        self.items: deque[Any] = deque()
         self.scheduled = False       # waiting in the loop's ready line
         self.runs = 0                # batches run: every SAMPLE_EVERY-th is timed
         connect(stage.sink, self.put, self.put_many, self.items.__len__)
@@ -60,7 +65,7 @@ class LoopStage:
             if loop.sleeping:
                 loop.wake()
 
-    def put_many(self, events: list) -> None:
+    def put_many(self, events: list[Any]) -> None:
         self.items.extend(events)
         if not self.scheduled:
             self._schedule()
@@ -121,11 +126,12 @@ class EventLoop:
 
     def __init__(self) -> None:
         self.ready: deque[LoopStage] = deque()
-        self.callbacks: deque = deque()
+        self.callbacks: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         # epoll itself rather than the selectors module: its select() builds a (key, mask)
         # pair per ready socket in Python, the loop's busiest few lines.
         self._epoll = select.epoll()
-        self._watched: dict[int, list] = {}      # fd -> [reader, writer] callbacks
+        # fd -> [reader, writer] callbacks
+        self._watched: dict[int, list[Callable[[], None] | None]] = {}
         self.sleeping = False        # blocked in select(): cross-thread work must wake it
         self.busy = False            # running anything at all; Runtime.stop watches it
         self.batches = 0
@@ -169,7 +175,7 @@ class EventLoop:
         with contextlib.suppress(OSError):    # pipe full (already woken) or closed (stopped)
             os.write(self._wake_w, b"\0")
 
-    def call_soon(self, fn: Callable, *args: Any) -> None:
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the loop thread after the current round of stages."""
         self.callbacks.append((fn, args))
         if self.sleeping:
@@ -177,21 +183,21 @@ class EventLoop:
 
     call_soon_threadsafe = call_soon      # deque.append is atomic; wake() covers the sleeper
 
-    def add_reader(self, fileobj: Any, callback: Callable[[], None]) -> None:
+    def add_reader(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable.
         Selector registration belongs to the loop thread: from elsewhere use ``call_soon``."""
         self._watch(fileobj, 0, callback)
 
-    def add_writer(self, fileobj: Any, callback: Callable[[], None]) -> None:
+    def add_writer(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         self._watch(fileobj, 1, callback)
 
-    def remove_reader(self, fileobj: Any) -> None:
+    def remove_reader(self, fileobj: FileDescriptorLike) -> None:
         self._watch(fileobj, 0, None)
 
-    def remove_writer(self, fileobj: Any) -> None:
+    def remove_writer(self, fileobj: FileDescriptorLike) -> None:
         self._watch(fileobj, 1, None)
 
-    def unwatch(self, fileobj: Any) -> None:
+    def unwatch(self, fileobj: FileDescriptorLike) -> None:
         """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and
         then its writer takes two."""
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
@@ -199,7 +205,8 @@ class EventLoop:
             with contextlib.suppress(OSError):   # already closed: the kernel forgot it
                 self._epoll.unregister(fd)
 
-    def _watch(self, fileobj: Any, slot: int, callback: Callable[[], None] | None) -> None:
+    def _watch(self, fileobj: FileDescriptorLike, slot: int,
+               callback: Callable[[], None] | None) -> None:
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         callbacks = self._watched.get(fd)
         if callbacks is None:
@@ -309,7 +316,7 @@ class EventLoop:
         self.busy = False
 
     @staticmethod
-    def _call(fn: Callable, args: tuple) -> None:
+    def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:
             fn(*args)
         except Exception:

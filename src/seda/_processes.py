@@ -18,13 +18,17 @@ import pickle
 import signal
 import time
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._queues import Worker
 from ._sink import RejectedError, SinkError, StageClosedError, Transaction, connect
 from ._stage import Stage, run_batch
 from ._threads import ThreadPool
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import SpawnProcess
 
 log = logging.getLogger("seda")
 _mp = multiprocessing.get_context("spawn")   # fork is unsafe in a process that runs threads
@@ -41,14 +45,18 @@ def _dumps(obj: Any, what: str) -> bytes:
 class ProcessWorker(Worker):
     __slots__ = ("conn", "process")
 
+    conn: Connection[Any, Any]      # to the child: batches and replies out, messages in
+    process: SpawnProcess
+
 
 class ProcessPool(ThreadPool):
     """``processes`` worker processes running copies of the stage's handler."""
 
-    kind = "processes"
-    local = False                 # the handler lives in the children: they init and destroy it
+    kind: ClassVar[str] = "processes"
+    local: ClassVar[bool] = False   # the handler lives in the children: they init and destroy it
 
-    def __init__(self, stage: Stage, processes: int, key: Callable[[Any], Any] | None = None):
+    def __init__(self, stage: Stage, processes: int,
+                 key: Callable[[Any], Any] | None = None) -> None:
         self._keyed = key is not None
         super().__init__(stage, processes, operator.itemgetter(0) if self._keyed else None)
         self._handler = _dumps(stage.handler, f"the handler of stage {stage.name!r}")
@@ -58,15 +66,15 @@ class ProcessPool(ThreadPool):
         what = f"an event for stage {stage.name!r}"
         queue = self.queue
 
-        if self._keyed:
+        if key is not None:
             def put(ev: Any) -> None:
                 queue.put((key(ev), _dumps(ev, what)))
         else:
             def put(ev: Any) -> None:
                 queue.put(_dumps(ev, what))
 
-        def put_many(events: list) -> None:
-            items = [_dumps(ev, what) for ev in events]
+        def put_many(events: list[Any]) -> None:
+            items: list[Any] = [_dumps(ev, what) for ev in events]
             if key is not None:
                 items = list(zip(map(key, events), items, strict=True))
             queue.put_many(items)
@@ -126,14 +134,15 @@ class ProcessPool(ThreadPool):
 
     # -- ThreadPool hooks: one process per thread ----------------------------------------------
 
-    def new_worker(self) -> Worker:
+    def new_worker(self) -> ProcessWorker:
         return self._unclaimed.pop() if self._unclaimed else self._fresh()
 
-    def end_worker(self, worker: Worker) -> None:
+    # (ThreadPool hands these hooks only the workers new_worker made: ProcessWorkers)
+    def end_worker(self, worker: ProcessWorker) -> None:  # type: ignore[override]  # its own
         deadline = self.deadline if self.deadline is not None else time.monotonic() + 5.0
         self._halt(worker, deadline)
 
-    def run_batch(self, worker: Worker, batch: list) -> None:
+    def run_batch(self, worker: ProcessWorker, batch: list[Any]) -> None:  # type: ignore[override]  # its own
         stage, conn = self.stage, worker.conn
         if self._keyed:
             batch = [data for _, data in batch]
@@ -168,7 +177,7 @@ class ProcessPool(ThreadPool):
                       self.stage.name, problem)
         return worker
 
-    def _serve(self, target: str, method: str, arg: Any) -> tuple:
+    def _serve(self, target: str, method: str, arg: Any) -> tuple[str, Any]:
         """Carry out a child's call on the parent's runtime; the reply says how it went."""
         try:
             if method == "lookup":
@@ -203,7 +212,7 @@ _ERRORS = {"rejected": RejectedError, "closed": StageClosedError, "keyerror": Ke
 class _RemoteSink:
     """A sink in a worker process: each call is carried out by the parent and answered."""
 
-    def __init__(self, name: str, conn: Any) -> None:
+    def __init__(self, name: str, conn: Connection[Any, Any]) -> None:
         self.name = name
         self._conn = conn
 
@@ -217,14 +226,16 @@ class _RemoteSink:
     def enqueue(self, ev: Any) -> None:
         self._call("enqueue", ev)
 
-    def enqueue_many(self, events: Any) -> None:
+    def enqueue_many(self, events: Iterable[Any]) -> None:
         self._call("enqueue_many", list(events))
 
     def enqueue_lossy(self, ev: Any) -> bool:
-        return self._call("enqueue_lossy", ev)
+        accepted: bool = self._call("enqueue_lossy", ev)
+        return accepted
 
-    def enqueue_prepare(self, events: Any) -> int:
-        return self._call("enqueue_prepare", list(events))
+    def enqueue_prepare(self, events: Iterable[Any]) -> int:
+        token: int = self._call("enqueue_prepare", list(events))
+        return token
 
     def enqueue_commit(self, token: int) -> None:
         self._call("enqueue_commit", token)
@@ -233,11 +244,12 @@ class _RemoteSink:
         self._call("enqueue_abort", token)
 
     def __len__(self) -> int:
-        return self._call("__len__")
+        length: int = self._call("__len__")
+        return length
 
 
 class _RemoteStage:
-    def __init__(self, name: str, conn: Any) -> None:
+    def __init__(self, name: str, conn: Connection[Any, Any]) -> None:
         self.name = name
         self.sink = _RemoteSink(name, conn)
 
@@ -245,7 +257,7 @@ class _RemoteStage:
 class _ChildRuntime:
     """The part of the runtime a handler can use from a worker process: other stages' sinks."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection[Any, Any]) -> None:
         self._conn = conn
 
     def sink(self, name: str) -> _RemoteSink:
@@ -265,16 +277,20 @@ class _ChildStage(Stage):
 
     __slots__ = ("tracebacks",)
 
+    tracebacks: list[str]
+
     def failed(self, detail: str | None = None) -> None:
         self.tracebacks.append(traceback.format_exc())
 
 
-def _child_main(conn: Any, name: str, handler: bytes, params: dict) -> None:
+def _child_main(conn: Connection[Any, Any], name: str, handler: bytes,
+                params: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides when we stop
     runtime = _ChildRuntime(conn)
     try:
-        stage = _ChildStage(name, pickle.loads(handler), runtime, 1, params)
-        stage.sink = _RemoteSink(name, conn)
+        # stand-ins for the runtime and the sink: the parts a handler uses, served by the parent
+        stage = _ChildStage(name, pickle.loads(handler), runtime, 1, params)  # type: ignore[arg-type]  # stand-in
+        stage.sink = _RemoteSink(name, conn)  # type: ignore[assignment]  # stand-in
         stage.tracebacks = []
         stage.handler.init(stage.context())
     except Exception:

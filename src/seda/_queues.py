@@ -18,10 +18,13 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._stage import Stage
 
 #: What ``take`` returns to a worker that waited ``idle_timeout`` seconds for nothing.
-IDLE: list = []
+IDLE: list[Any] = []
 
 
 class Worker:
@@ -41,10 +44,10 @@ class Worker:
 class FifoQueue:
     """Events in arrival order, handed out in batches to any of the stage's threads."""
 
-    def __init__(self, stage: Any, cap: int, short: Callable[[], None]) -> None:
+    def __init__(self, stage: Stage, cap: int, short: Callable[[], None]) -> None:
         self.stage = stage           # its ``processed`` counter is kept under our lock
         self.lock = threading.Lock()
-        self.items: deque = deque()
+        self.items: deque[Any] = deque()
         self.parked: list[Worker] = []
         self.busy = 0                # workers holding a batch
         self.cap = cap               # most workers holding a batch at once
@@ -76,7 +79,7 @@ class FifoQueue:
         if self.room:
             self.short()
 
-    def put_many(self, events: list) -> None:
+    def put_many(self, events: list[Any]) -> None:
         self.items.extend(events)
         left = len(events)
         if self.parked and self.busy < self.cap:
@@ -110,7 +113,8 @@ class FifoQueue:
             self.items.clear()
             return dropped
 
-    def take(self, worker: Worker, limit: int, idle_timeout: float | None = None) -> list | None:
+    def take(self, worker: Worker, limit: int,
+             idle_timeout: float | None = None) -> list[Any] | None:
         """Settle the worker's previous batch and block until the next; None means exit, IDLE
         that nothing came for ``idle_timeout`` seconds."""
         lock = self.lock
@@ -157,7 +161,7 @@ class FifoQueue:
         worker.held = 0
         self.busy -= 1
 
-    def _pop(self, worker: Worker, limit: int) -> list:
+    def _pop(self, worker: Worker, limit: int) -> list[Any]:
         items = self.items                  # producers may append meanwhile: pop, never clear
         if limit == 1 or len(items) == 1:   # (a WSGI stage takes one request at a time)
             return [items.popleft()]
@@ -169,12 +173,13 @@ class KeyedQueue(FifoQueue):
     """Events with equal ``key(ev)`` are handled one batch at a time and in arrival order; events
     with different keys run in parallel (thesis 8.1.2, libasync-smp's colours)."""
 
-    def __init__(self, stage: Any, cap: int, short: Callable[[], None],
+    def __init__(self, stage: Stage, cap: int, short: Callable[[], None],
                  key: Callable[[Any], Any]) -> None:
         super().__init__(stage, cap, short)
         self.key = key
-        self.pending: dict[Any, deque] = {}   # key -> its events; present while queued or held
-        self.ready: deque = deque()           # keys with events that no worker holds
+        # key -> its events; present while queued or held
+        self.pending: dict[Any, deque[Any]] = {}
+        self.ready: deque[Any] = deque()      # keys with events that no worker holds
         self.count = 0
 
     def __len__(self) -> int:
@@ -199,7 +204,7 @@ class KeyedQueue(FifoQueue):
         if self.room:
             self.short()
 
-    def put_many(self, events: list) -> None:
+    def put_many(self, events: list[Any]) -> None:
         keyed = [(self.key(ev), ev) for ev in events]
         with self.lock:
             left = self._wake(sum(self._add(k, ev) for k, ev in keyed))
@@ -237,7 +242,7 @@ class KeyedQueue(FifoQueue):
         else:
             del self.pending[k]
 
-    def _pop(self, worker: Worker, limit: int) -> list:
+    def _pop(self, worker: Worker, limit: int) -> list[Any]:
         k = self.ready.popleft()
         worker.key = k
         q = self.pending[k]

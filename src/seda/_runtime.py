@@ -14,6 +14,7 @@ from ._control import ControlThread
 from ._loop import EventLoop, LoopStage
 from ._processes import ProcessPool
 from ._signals import Signals, StagesInitialized, Stopping
+from ._sink import Sink
 from ._sink import close as close_sink
 from ._stage import Stage
 from ._threads import ThreadPool
@@ -50,11 +51,13 @@ class Runtime:
         self._profile: tuple[str, float] | None = None     # asked for before start
 
     @classmethod
-    def from_config(cls, path: str | PathLike) -> Runtime:
+    def from_config(cls, path: str | PathLike[str]) -> Runtime:
         """A runtime with the stages a TOML file describes (see ``seda.config``); not started."""
         from .config import load
 
-        return load(cls(), path)
+        runtime = cls()
+        load(runtime, path)
+        return runtime
 
     # -- stages --------------------------------------------------------------------------------
 
@@ -66,7 +69,7 @@ class Runtime:
         threads: int | Controller = 1,
         batch: int | Controller = 64,
         predicate: Any = None,
-        params: dict | None = None,
+        params: dict[str, Any] | None = None,
         blocking: bool = True,
         key: Callable[[Any], Any] | None = None,
         processes: int | None = None,
@@ -82,15 +85,15 @@ class Runtime:
         ``seda.control``, which the runtime attaches to the stage and runs on its control thread.
         """
         # a controller as a knob sets it when attached (the pool's bounds, the first batch)
-        thread_ctl = threads if isinstance(threads, Controller) else None
-        batch_ctl = batch if isinstance(batch, Controller) else None
-        if thread_ctl is not None:
+        thread_ctl: Controller | None = None
+        batch_ctl: Controller | None = None
+        if isinstance(threads, Controller):
             if not blocking or processes is not None:
                 raise ValueError(f"stage {name!r}: a controller of threads sizes a thread pool; "
                                  "this stage has none")
-            threads = 1
-        if batch_ctl is not None:
-            batch = 1
+            thread_ctl, threads = threads, 1
+        if isinstance(batch, Controller):
+            batch_ctl, batch = batch, 1
         if not isinstance(name, str) or not name:
             raise ValueError(f"a stage name is a non-empty string, got {name!r}")
         if isinstance(handler, type):
@@ -138,7 +141,7 @@ class Runtime:
         except KeyError:
             raise KeyError(f"no stage named {name!r}") from None
 
-    def sink(self, name: str) -> Any:
+    def sink(self, name: str) -> Sink:
         return self.stage(name).sink
 
     def stages(self) -> list[Stage]:
@@ -280,7 +283,7 @@ class Runtime:
         (90th percentile of the handler's time per event over its last 512 batches), and under
         ``control`` the state of its controllers (``threads``, ``batch``, ``admission``), and
         under ``handler`` what the handler counts itself (``EventHandler.stats``)."""
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for name, stage in list(self._stages.items()):
             manager = stage.manager
             out[name] = {
@@ -294,9 +297,11 @@ class Runtime:
                 "p90_ms": _percentile(list(stage.service_times), 0.9) * 1000.0,
                 "manager": manager.kind,
             }
-            control = {label: ctl.state() for label, ctl in (
+            # a predicate need not be a Controller: any object with state() is shown
+            knobs: tuple[tuple[str, Any], ...] = (
                 ("threads", stage.thread_control), ("batch", stage.batch_control),
-                ("admission", stage.sink.predicate)) if hasattr(ctl, "state")}
+                ("admission", stage.sink.predicate))
+            control = {label: ctl.state() for label, ctl in knobs if hasattr(ctl, "state")}
             if control:
                 out[name]["control"] = control
             own = getattr(stage.handler, "stats", None)
@@ -307,7 +312,7 @@ class Runtime:
 
     def stage_graph(self) -> list[tuple[str, str, int]]:
         """``(source, target, events)`` for every stage-to-stage enqueue seen so far (5.3.5)."""
-        edges = []
+        edges: list[tuple[str, str, int]] = []
         for stage in list(self._stages.values()):
             for src, count in dict(stage.sink.edges).items():
                 if src is not None:
@@ -318,7 +323,7 @@ class Runtime:
         """The stage graph as Graphviz DOT text."""
         return to_dot(list(self._stages), self.stage_graph())
 
-    def start_profiler(self, path: str | PathLike, interval: float = 1.0) -> Sampler | None:
+    def start_profiler(self, path: str | PathLike[str], interval: float = 1.0) -> Sampler | None:
         """Append a JSON line of ``stats()`` plus RSS to ``path`` every ``interval`` seconds
         until the runtime stops; ``python -m seda.profile plot`` draws the file. Before
         ``start``, the profiler is begun by ``start`` (and None returned)."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._sink import Sink
 
 
 class StagesInitialized:
@@ -33,10 +36,10 @@ class Signals:
     base classes, each sink at most once. Delivery is lossy: a rejecting sink misses the signal."""
 
     def __init__(self) -> None:
-        self._subscribers: dict[type, list[Any]] = {}
+        self._subscribers: dict[type, list[Sink]] = {}
         self._lock = threading.Lock()
 
-    def subscribe(self, kind: type, sink: Any) -> None:
+    def subscribe(self, kind: type, sink: Sink) -> None:
         if not isinstance(kind, type):
             raise TypeError(f"signals are subscribed to by type, got {kind!r}")
         with self._lock:
@@ -44,7 +47,7 @@ class Signals:
             if sink not in subs:
                 subs.append(sink)
 
-    def unsubscribe(self, kind: type, sink: Any) -> None:
+    def unsubscribe(self, kind: type, sink: Sink) -> None:
         with self._lock:
             subs = self._subscribers.get(kind, [])
             if sink in subs:
@@ -53,7 +56,7 @@ class Signals:
     def publish(self, ev: Any) -> int:
         """Deliver ``ev``; returns how many sinks accepted it."""
         with self._lock:
-            targets: dict[int, Any] = {}
+            targets: dict[int, Sink] = {}
             for kind in type(ev).__mro__:
                 for sink in self._subscribers.get(kind, ()):
                     targets.setdefault(id(sink), sink)

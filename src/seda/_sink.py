@@ -10,9 +10,12 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._abc import Controller
+
+if TYPE_CHECKING:
+    from ._stage import Stage
 
 
 class SinkError(Exception):
@@ -32,7 +35,7 @@ class Cursor:
 
     __slots__ = ("stage",)
 
-    def __init__(self, stage: Any = None) -> None:
+    def __init__(self, stage: Stage | None = None) -> None:
         self.stage = stage
 
 
@@ -58,7 +61,7 @@ class Transaction:
 
     __slots__ = ("events", "sink", "state")
 
-    def __init__(self, sink: Sink, events: list) -> None:
+    def __init__(self, sink: Sink, events: list[Any]) -> None:
         self.sink = sink
         self.events = events
         self.state = "prepared"
@@ -85,18 +88,18 @@ class Sink:
         "stage",
     )
 
-    def __init__(self, name: str, stage: Any = None) -> None:
+    def __init__(self, name: str, stage: Stage | None = None) -> None:
         self.name = name
         self.stage = stage
         self.rejected = 0
         self.reserved = 0            # events held by prepared, uncommitted transactions
         # source stage (None: not a stage) -> events it enqueued here (thesis 5.3.5)
-        self.edges: defaultdict = defaultdict(int)
+        self.edges: defaultdict[Stage | None, int] = defaultdict(int)
         self.closed = False
         self._accept: Callable[[Any], bool] | None = None
         self._predicate: Any = None
         self._put: Callable[[Any], None] = _closed(name)
-        self._put_many: Callable[[list], None] = _closed(name)
+        self._put_many: Callable[[list[Any]], None] = _closed(name)
         #: ``len(sink)`` without the dispatch: what controllers call on every tick
         self.length: Callable[[], int] = lambda: 0
         self._lock = threading.Lock()
@@ -139,7 +142,7 @@ class Sink:
         self.rejected += count
         return RejectedError(f"stage {self.name!r} rejected {count} event(s)")
 
-    def _admit_all(self, events: list) -> None:
+    def _admit_all(self, events: list[Any]) -> None:
         accept = self._accept
         if accept is not None:
             for ev in events:
@@ -159,7 +162,7 @@ class Sink:
         self._put(ev)
         self.edges[_cursor().stage] += 1
 
-    def enqueue_many(self, events: Iterable) -> None:
+    def enqueue_many(self, events: Iterable[Any]) -> None:
         """Enqueue all of ``events`` or none of them."""
         events = list(events)
         if events:
@@ -180,7 +183,7 @@ class Sink:
 
     # -- transactional enqueue (thesis Fig. 26-27) ---------------------------------------------
 
-    def enqueue_prepare(self, events: Iterable) -> Transaction:
+    def enqueue_prepare(self, events: Iterable[Any]) -> Transaction:
         """Decide admission for ``events`` now and reserve their place; commit or abort later."""
         events = list(events)
         self._admit_all(events)
@@ -188,7 +191,7 @@ class Sink:
             self.reserved += len(events)
         return Transaction(self, events)
 
-    def _settle(self, token: Transaction, state: str) -> list:
+    def _settle(self, token: Transaction, state: str) -> list[Any]:
         if not isinstance(token, Transaction) or token.sink is not self:
             raise ValueError(f"{token!r} was not prepared by sink {self.name!r}")
         with self._lock:
@@ -215,14 +218,14 @@ class Sink:
 
 # -- for the runtime and its thread managers, not for handlers ------------------------------------
 
-def connect(sink: Sink, put: Callable[[Any], None], put_many: Callable[[list], None],
+def connect(sink: Sink, put: Callable[[Any], None], put_many: Callable[[list[Any]], None],
             length: Callable[[], int]) -> None:
     """Plug the queue of the thread manager that drains ``sink``'s stage into it (or, for an
     observed stage, wrappers around that queue's functions)."""
     sink._put, sink._put_many, sink.length = put, put_many, length
 
 
-def queue_of(sink: Sink) -> tuple[Callable[[Any], None], Callable[[list], None]]:
+def queue_of(sink: Sink) -> tuple[Callable[[Any], None], Callable[[list[Any]], None]]:
     """The put functions ``connect`` plugged in, to wrap them."""
     return sink._put, sink._put_many
 

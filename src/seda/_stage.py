@@ -7,7 +7,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._sink import Sink, connect, queue_of
 
@@ -32,7 +32,7 @@ class EventHandler:
         raise NotImplementedError(f"{type(self).__name__} overrides neither handle_event "
                                   "nor handle_events")
 
-    def handle_events(self, events: list) -> None:
+    def handle_events(self, events: list[Any]) -> None:
         """A batch of 1..batch events. The default hands them to ``handle_event`` one by one."""
         for ev in events:
             self.handle_event(ev)
@@ -40,13 +40,16 @@ class EventHandler:
     def destroy(self) -> None:
         """Called once after the last event, when the stage is destroyed or the runtime stops."""
 
-    def stats(self) -> dict | None:
+    def stats(self) -> dict[str, Any] | None:
         """Counters of the handler's own (JSON values), shown as ``rt.stats()[name]["handler"]``:
         what a service counts beyond events (requests by status, open connections)."""
         return None
 
 
-def single_threaded(cls: type) -> type:
+_Handler = TypeVar("_Handler", bound=type[EventHandler])
+
+
+def single_threaded(cls: _Handler) -> _Handler:
     """Class decorator: the runtime never runs two threads in this handler at once."""
     cls.single_threaded = True
     return cls
@@ -58,7 +61,7 @@ class StageContext:
 
     runtime: Runtime
     stage: Stage
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 _LOG_EVERY = 1.0   # seconds between error reports of one stage, so a failing handler can't flood
@@ -75,7 +78,7 @@ class Stamped:
 
 #: Observer of a timed stage: called after each batch with its events, the time each waited in
 #: the queue and the time from its enqueue to the end of its batch (seconds), index by index.
-Observer = Callable[[list, list, list], None]
+Observer = Callable[[list[Any], list[float], list[float]], None]
 
 
 class Stage:
@@ -87,18 +90,20 @@ class Stage:
         "service_times", "sink", "thread_control", "timed",
     )
 
-    def __init__(self, name: str, handler: Any, runtime: Runtime, batch: int, params: dict) -> None:
+    def __init__(self, name: str, handler: Any, runtime: Runtime, batch: int,
+                 params: dict[str, Any]) -> None:
         self.name = name
         self.handler = handler
         self.runtime = runtime
         self.params = params
         self.batch = batch
         self.sink = Sink(name, self)
-        self.manager: ThreadManager = None  # type: ignore[assignment]  # set by the runtime
+        # set by the runtime right after this (a thread manager is made for its stage)
+        self.manager: ThreadManager
         self.processed = 0
         self.errors = 0
         # seconds per event over recent batches (all of a pool's, a sample of the loop's)
-        self.service_times: deque = deque(maxlen=512)
+        self.service_times: deque[float] = deque(maxlen=512)
         self._last_report = 0.0
         self._unreported = 0
         self.observers: list[Observer] = []
@@ -108,7 +113,7 @@ class Stage:
         # A handler that keeps the default handle_events gets per-event error isolation: one
         # bad event does not cost the rest of its batch.
         # (``handle_batch`` is the thread managers' way in: see ``run_batch``)
-        self.handle_batch: Callable[[list], None]
+        self.handle_batch: Callable[[list[Any]], None]
         if type(handler).handle_events is EventHandler.handle_events:
             self.handle_batch = self._handle_each
         else:
@@ -147,11 +152,11 @@ class Stage:
         def stamped_put(ev: Any) -> None:
             put(Stamped(clock(), ev))
 
-        def stamped_put_many(events: list) -> None:
+        def stamped_put_many(events: list[Any]) -> None:
             now = clock()
             put_many([Stamped(now, ev) for ev in events])
 
-        def timed_handle(batch: list) -> None:
+        def timed_handle(batch: list[Any]) -> None:
             start = clock()
             events = [x.ev if type(x) is Stamped else x for x in batch]
             try:
@@ -166,10 +171,12 @@ class Stage:
                 for observer in observers:
                     observer(events, waits, responses)
 
-        def timed_each(batch: list) -> None:
+        def timed_each(batch: list[Any]) -> None:
             """Per-event handlers: each event's own start and end, and error isolation."""
             handle_event = self.handler.handle_event
-            events, waits, responses = [], [], []
+            events: list[Any] = []
+            waits: list[float] = []
+            responses: list[float] = []
             for x in batch:
                 stamped = type(x) is Stamped
                 ev = x.ev if stamped else x
@@ -190,7 +197,7 @@ class Stage:
         self.handle_batch = timed_each if handle == self._handle_each else timed_handle
         self.manager.unwrap_keys(lambda x: x.ev if type(x) is Stamped else x)
 
-    def _handle_each(self, events: list) -> None:
+    def _handle_each(self, events: list[Any]) -> None:
         handle = self.handler.handle_event
         pending = iter(events)
         while True:
@@ -219,7 +226,7 @@ class Stage:
         return f"<Stage {self.name!r}>"
 
 
-def run_batch(stage: Stage, events: list) -> None:
+def run_batch(stage: Stage, events: list[Any]) -> None:
     """A thread manager hands ``stage`` one batch: the handler runs it, an exception is logged
     and counted, never propagated, and the time per event is kept for the statistics. (The
     event loop does the same inline: its hops are the hot path.)"""

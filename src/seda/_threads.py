@@ -11,11 +11,11 @@ import functools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from ._queues import IDLE, FifoQueue, KeyedQueue, Worker
 from ._sink import Cursor, connect, thread_cursor
-from ._stage import run_batch
+from ._stage import Stage, run_batch
 
 
 class ThreadPool:
@@ -33,10 +33,10 @@ class ThreadPool:
 
     STALL = 0.005
 
-    kind = "threads"
-    local = True
+    kind: ClassVar[str] = "threads"
+    local: ClassVar[bool] = True
 
-    def __init__(self, stage: Any, threads: int, key: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, stage: Stage, threads: int, key: Callable[[Any], Any] | None = None) -> None:
         if threads < 1:
             raise ValueError(f"stage {stage.name!r}: threads must be at least 1, got {threads}")
         self.stage = stage
@@ -77,7 +77,7 @@ class ThreadPool:
 
     def busy_with(self, key: Any) -> bool:
         """A keyed stage: whether events with ``key`` are queued or being handled."""
-        return self.queue.busy_with(key)
+        return self.queue.busy_with(key)  # type: ignore[attr-defined, no-any-return]  # KeyedQueue
 
     @property
     def cap(self) -> int:
@@ -237,7 +237,7 @@ class ThreadPool:
     def new_worker(self) -> Worker:
         return Worker()
 
-    def run_batch(self, worker: Worker, batch: list) -> None:
+    def run_batch(self, worker: Worker, batch: list[Any]) -> None:
         run_batch(self.stage, batch)
 
     def end_worker(self, worker: Worker) -> None:

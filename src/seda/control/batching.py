@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .driver import Controller
+
+if TYPE_CHECKING:
+    from .._stage import Stage
 
 
 class BatchingController(Controller):
@@ -27,12 +30,13 @@ class BatchingController(Controller):
         self.history: deque[float] = deque(maxlen=window)
         self._last: tuple[float, int] | None = None
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
         stage.batch = self.max
 
     def tick(self, now: float) -> None:
         stage = self.stage
+        assert stage is not None                 # ticked only while attached
         processed = stage.processed
         last, self._last = self._last, (now, processed)
         if last is None or now <= last[0] or processed == last[1]:
@@ -47,7 +51,7 @@ class BatchingController(Controller):
         else:
             stage.batch = min(self.max, math.ceil(stage.batch * (1 + self.step)))
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"batch": self.stage.batch if self.stage else self.max,
                 "throughput": self.history[-1] if self.history else 0.0,
                 "best": max(self.history, default=0.0)}

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .driver import Controller, take_all
+
+if TYPE_CHECKING:
+    from .._stage import Stage
 
 
 class AdaptiveConcurrency(Controller):
@@ -33,14 +37,14 @@ class AdaptiveConcurrency(Controller):
         self.min_rtt: float | None = None
         self.rtt: float | None = None
         self._ticks = 0
-        self._length: Any = None
+        self._length: Callable[[], int]     # set by attach
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
         self._length = stage.sink.length
         stage.observe(self.observe)
 
-    def observe(self, events: list, waits: list, responses: list) -> None:
+    def observe(self, events: list[Any], waits: list[float], responses: list[float]) -> None:
         self.responses.extend(responses)
 
     def tick(self, now: float) -> None:
@@ -61,7 +65,7 @@ class AdaptiveConcurrency(Controller):
     def accept(self, ev: Any) -> bool:
         return self._length() < self.limit
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"limit": self.limit,
                 "min_rtt_ms": None if self.min_rtt is None else self.min_rtt * 1000,
                 "rtt_ms": None if self.rtt is None else self.rtt * 1000}

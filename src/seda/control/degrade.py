@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .driver import Controller
 from .response_time import ResponseTimeController
 
@@ -44,5 +46,5 @@ class Degrader(Controller):
             if not ctl.enabled:
                 self.quality = min(1.0, self.quality + self.increase)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"quality": self.quality, "admission": self.controller.enabled}

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .driver import Controller, take_all
+
+if TYPE_CHECKING:
+    from .._stage import Stage
 
 
 class QueueDelay(Controller):
@@ -25,20 +29,22 @@ class QueueDelay(Controller):
         self.rate = 0.0                    # events drained per second over the last interval
         self.bound = float("inf")          # queue length above which arrivals are refused
         self.min_wait: float | None = None
-        self._length: Any = None
+        self._length: Callable[[], int]     # set by attach
         self._last: tuple[float, int] | None = None
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
         self._length = stage.sink.length
         stage.observe(self.observe)
 
-    def observe(self, events: list, waits: list, responses: list) -> None:
+    def observe(self, events: list[Any], waits: list[float], responses: list[float]) -> None:
         self.waits.extend(waits)
 
     def tick(self, now: float) -> None:
         waits = take_all(self.waits)
-        processed = self.stage.processed
+        stage = self.stage
+        assert stage is not None                 # ticked only while attached
+        processed = stage.processed
         last, self._last = self._last, (now, processed)
         if last is not None and now > last[0]:
             self.rate = (processed - last[1]) / (now - last[0])
@@ -53,6 +59,6 @@ class QueueDelay(Controller):
     def accept(self, ev: Any) -> bool:
         return self._length() < self.bound
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"shedding": self.shedding, "queue_bound": self.bound, "drain_rate": self.rate,
                 "min_wait_ms": None if self.min_wait is None else self.min_wait * 1000}

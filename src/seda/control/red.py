@@ -25,7 +25,9 @@ class RED(Controller):
         self._random = (rng or random.Random()).random
 
     def tick(self, now: float) -> None:
-        self.average += self.weight * (len(self.stage.sink) - self.average)
+        stage = self.stage
+        assert stage is not None                 # ticked only while attached
+        self.average += self.weight * (len(stage.sink) - self.average)
         if self.average < self.min_th:
             self.p = 0.0
         elif self.average >= self.max_th:
@@ -36,5 +38,5 @@ class RED(Controller):
     def accept(self, ev: Any) -> bool:
         return self.p == 0.0 or self._random() >= self.p
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"average_queue": self.average, "drop_p": self.p}

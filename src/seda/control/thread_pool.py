@@ -14,9 +14,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .driver import Controller
+
+if TYPE_CHECKING:
+    from .._stage import Stage
+    from .._threads import ThreadPool
 
 _COMPUTING = 0.5     # CPU seconds per second of batches: handlers that compute, not wait
 
@@ -72,22 +76,26 @@ class ThreadPoolController(Controller):
         self.best = 0.0
         self.best_size = min
         self.resets = 0
-        self._last: tuple[float, int, float] | None = None
+        # (time, processed, pool CPU seconds, pool seconds in batches, process CPU seconds)
+        self._last: tuple[float, int, float, float, float] | None = None
+        self._pool: ThreadPool                   # the stage's: set by attach
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
-        pool = stage.manager
+        # the runtime gives a controller of threads to thread pools only (see add_stage)
+        pool = self._pool = cast("ThreadPool", stage.manager)
         pool.min_size, pool.idle_timeout = self.min, self.idle_timeout
         pool.limit(self.max)
 
     @property
     def size(self) -> int:
         """Threads that may run the handler now: those the pool has, up to its cap."""
-        pool = self.stage.manager
+        pool = self._pool
         return min(pool.cap, pool.thread_count())
 
     def tick(self, now: float) -> None:
-        stage, pool = self.stage, self.stage.manager
+        stage, pool = self.stage, self._pool
+        assert stage is not None                 # ticked only while attached
         sample = (now, stage.processed, pool.cpu_time(), pool.busy_time(), self.process_clock())
         last, self._last = self._last, sample
         if last is None or now <= last[0]:
@@ -131,13 +139,13 @@ class ThreadPoolController(Controller):
             self.best, self.best_size = self.throughput, self.size
         elif self.throughput < self.best * (1 - self.margin):
             target = self.best_size - self.rng.randint(0, self.remove)
-            self.stage.manager.limit(max(self.min, target))
+            self._pool.limit(max(self.min, target))
             self.resets += 1
             return True
         return False
 
-    def state(self) -> dict:
-        return {"threads": self.stage.manager.thread_count(), "cap": self.stage.manager.cap,
+    def state(self) -> dict[str, Any]:
+        return {"threads": self._pool.thread_count(), "cap": self._pool.cap,
                 "max": self.max, "cpu": self.cpu, "cpu_bound": self.cpu >= self.cpu_bound,
                 "throughput": self.throughput or 0.0, "best": self.best,
                 "best_size": self.best_size, "resets": self.resets, "compute": self.compute,

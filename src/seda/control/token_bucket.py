@@ -40,5 +40,5 @@ class TokenBucket:
             self.depth = max(1.0, depth)
             self.tokens = min(self.tokens, self.depth)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"rate": self.rate, "depth": self.depth}

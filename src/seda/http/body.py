@@ -30,7 +30,7 @@ class BodyReader:
         self._on_drained, self.limit = on_drained, limit
         self._cond = threading.Condition(threading.Lock())
         self._buf = bytearray()
-        self._want = 0                  # bytes a blocked reader needs in the buffer
+        self._want: float = 0           # bytes a blocked reader needs in the buffer
         self._done = False
         self._error: BodyError | None = None
         self.paused = False             # over the limit: the stage should not read

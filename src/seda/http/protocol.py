@@ -31,7 +31,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import httptools
 
@@ -42,7 +42,7 @@ from .body import BodyError, BodyReader
 from .chunked import ChunkError, Dechunker
 from .limits import Limits
 from .request import HttpRequest
-from .response import Response, StreamBody
+from .response import Answer, Piece, Response, StreamBody
 
 log = logging.getLogger("seda")
 
@@ -131,7 +131,7 @@ class Unsent:
 
     __slots__ = ("response",)
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Answer) -> None:
         self.response = response
 
 
@@ -156,7 +156,13 @@ class _Refuse(Exception):
         self.response = response
 
 
-def _length(items: list) -> int:
+#: What the protocol's calls return, in order (see the module's docstring).
+Output: TypeAlias = "HttpRequest | Piece | Logged | Unsent | _Signal"
+#: An answer waiting for its turn: (response, request or None, head only, keep-alive, HTTP/1.0).
+_Entry: TypeAlias = tuple[Answer, HttpRequest | None, bool, bool, bool]
+
+
+def _length(items: list[Piece]) -> int:
     return sum(item.count if type(item) is FileSegment else len(item) for item in items
                if type(item) is not StreamBody)
 
@@ -186,19 +192,20 @@ class ServerProtocol:
         self.wants_input = True               # as last told with PAUSE / RESUME
         self.peer, self.scheme = peer, scheme
         self.stats = stats or ServerStats()
-        self.parser: Any = None               # made for the first head, and after a body
+        # made for the first head, and after a body
+        self.parser: httptools.HttpRequestParser | None = None
         self.client = self.server = IDLE
         self.next_seq = 0                     # number of the next request read
         self.send_seq = 0                     # number of the next response to send
         self.last_seq: int | None = None      # the response after which we close
         self.owed: dict[int, float] = {}      # requests with the application -> since when
-        self.ready: dict[int, tuple] = {}     # answers waiting for those before them
+        self.ready: dict[int, _Entry] = {}    # answers waiting for those before them
         self.streaming: tuple[StreamBody, bool] | None = None   # a body going out, and keep
         self.continue_seq = -1                # the request owed a 100 Continue
         self.stopping = False                 # the server is shutting down
         self.deadline = 0.0                   # for the head or the body now being read
         self.idle_since = self._now = now
-        self.out: list = []
+        self.out: list[Output] = []
         self._tail = b""                      # the end of what was fed of an unfinished head
         self._head_bytes = 0                  # bytes fed of the head being read
         self._head_limit = self.limits.max_request_line + self.limits.max_header_bytes + 4
@@ -243,7 +250,7 @@ class ServerProtocol:
             self.wants_input = want
             self.out.append(RESUME if want else PAUSE)
 
-    def drained(self, now: float) -> list:
+    def drained(self, now: float) -> list[Output]:
         """A body's reader has room again (the application read from it)."""
         out = self.out = []
         self._now = now
@@ -252,7 +259,7 @@ class ServerProtocol:
 
     # -- bytes in -----------------------------------------------------------------------------
 
-    def receive(self, data: bytes, now: float) -> list:
+    def receive(self, data: bytes, now: float) -> list[Output]:
         """Bytes from the client; ``b""`` when it has finished sending."""
         out = self.out = []
         self._now = now
@@ -308,7 +315,7 @@ class ServerProtocol:
             if self._framing:
                 self._start_body()
             else:
-                self._body = ()
+                self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
                 self._complete()
         return rest
 
@@ -359,7 +366,8 @@ class ServerProtocol:
 
     def on_headers_complete(self) -> None:
         self.client = _CLIENT[self.client]["head"]
-        parser, limits = self.parser, self.limits
+        parser: httptools.HttpRequestParser
+        parser, limits = self.parser, self.limits  # type: ignore[assignment]  # it calls us: set
         headers = self._headers
         # the head's bytes so far, less the request line's: its fields
         if (len(headers) > limits.max_headers
@@ -448,15 +456,14 @@ class ServerProtocol:
 
     def _stream_body(self) -> None:
         """Hand the request over now and its body as it arrives (what came so far first)."""
-        self._reader = BodyReader(self.wake)
-        self._feed_reader(self._body)
+        self._reader = reader = BodyReader(self.wake)
+        self._feed_reader(reader, self._body)
         self._body = []
         self._request = self._make_request(b"")
         self._request.stream = self._reader
         self._dispatch(self._request)
 
-    def _feed_reader(self, pieces: list[bytes]) -> None:
-        reader = self._reader
+    def _feed_reader(self, reader: BodyReader, pieces: list[bytes]) -> None:
         for piece in pieces:
             reader.feed(piece)
         if reader.paused and self.wants_input:   # it holds enough unread: stop reading
@@ -474,7 +481,7 @@ class ServerProtocol:
             done = not self._framing
         else:
             try:
-                pieces, after = framing.feed(data)
+                pieces, after = framing.feed(data)  # type: ignore[union-attr]  # not int: a Dechunker
             except ChunkError as exc:
                 raise _Refuse(responses.bad_request(str(exc))) from None
             done, rest = after is not None, after or b""
@@ -489,8 +496,9 @@ class ServerProtocol:
             self._body_size += size
             if self._body_size > self.limits.max_body:
                 raise _Refuse(responses.payload_too_large())
-            if self._reader is not None:
-                self._feed_reader(pieces)
+            reader = self._reader
+            if reader is not None:
+                self._feed_reader(reader, pieces)
             else:
                 self._body += pieces
                 if self._body_size > self.limits.stream_body_over and not done:
@@ -508,6 +516,7 @@ class ServerProtocol:
         request, reader = self._request, self._reader
         self.continue_seq = -1                 # the body is here: no 100 Continue needed
         if reader is not None:                 # dispatched early: its body is complete now
+            assert request is not None         # (set with the reader)
             if type(framing) is Dechunker:
                 request.trailers = framing.trailers
             reader.finish()
@@ -566,7 +575,7 @@ class ServerProtocol:
     def _answer_ready(self) -> bool:
         """Answer a plain GET from the ready answers, if one is fresh for its target (see
         answers.py); False sends the request the usual way."""
-        ready = self.answers.get(self._url)
+        ready = self.answers.get(self._url)  # type: ignore[union-attr]  # _plain implies answers
         if ready is None or self._now >= ready.fresh_until:
             return False
         ready.hits += 1
@@ -591,7 +600,7 @@ class ServerProtocol:
 
     # -- answers out ----------------------------------------------------------------------------
 
-    def respond(self, request: HttpRequest, response: Any, now: float) -> list:
+    def respond(self, request: HttpRequest, response: Answer, now: float) -> list[Output]:
         """The application's answer to ``request``. An answer too late (after a timeout or a
         close) or given twice comes back as ``Unsent``, for its resources to be released."""
         out = self.out = []
@@ -608,12 +617,12 @@ class ServerProtocol:
             self.ready[seq] = entry            # after those before it
         return out
 
-    def shed(self, request: HttpRequest, now: float) -> list:
+    def shed(self, request: HttpRequest, now: float) -> list[Output]:
         """The application's stage refused ``request`` (overload): 503 at once."""
         self.stats.shed += 1
         return self.respond(request, responses.service_unavailable(), now)
 
-    def _answer(self, seq: int, entry: tuple) -> None:
+    def _answer(self, seq: int, entry: _Entry) -> None:
         """Send the answer for ``seq`` now if its turn has come, and those that waited for it;
         else keep it until then."""
         if seq != self.send_seq or self.server is STREAMING:
@@ -628,7 +637,7 @@ class ServerProtocol:
             if not self._send(self.send_seq, entry):
                 return
 
-    def _send(self, seq: int, entry: tuple) -> bool:
+    def _send(self, seq: int, entry: _Entry) -> bool:
         """Emit one response; True if it went whole and the connection goes on."""
         response, request, head_only, keep, http10 = entry
         if seq == self.last_seq:
@@ -671,7 +680,7 @@ class ServerProtocol:
         self.send_seq = seq + 1
         request = self._request
         if request is not None and request.seq == seq:   # answered before its body was read
-            self._reader.abandon()
+            self._reader.abandon()  # type: ignore[union-attr]  # set with the request
             self._reader = self._request = None
             if self.client is BODY:
                 self._client("abandon")
@@ -692,7 +701,7 @@ class ServerProtocol:
             self._reconsider()
         return True
 
-    def pump(self, now: float) -> list:
+    def pump(self, now: float) -> list[Output]:
         """The body being streamed out has news (the socket side was woken by its producer)."""
         out = self.out = []
         self._now = now
@@ -719,7 +728,7 @@ class ServerProtocol:
         status = response.status
         if self._reader is not None:
             self._reader.finish(BodyError(status, response.body.decode("latin-1").strip()))
-            seq = self._request.seq
+            seq = self._request.seq  # type: ignore[union-attr]  # set with the reader
             self._reader = self._request = None
             self._stop(seq)
         elif self.client is DISCARD:           # its answer went already
@@ -758,7 +767,7 @@ class ServerProtocol:
         """The client has finished sending: answer what it asked, then close."""
         if self._reader is not None:           # a streamed body cut short
             self._reader.finish(BodyError(400, "the client stopped sending the body"))
-            seq = self._request.seq
+            seq = self._request.seq  # type: ignore[union-attr]  # set with the reader
             self._reader = self._request = None
         else:                                  # a request cut short is not answered
             seq = self.next_seq - 1
@@ -767,7 +776,7 @@ class ServerProtocol:
         elif self.send_seq == self.next_seq and self.streaming is None:
             self._close()
 
-    def stop(self, now: float) -> list:
+    def stop(self, now: float) -> list[Output]:
         """The server is shutting down: finish the request being read and answer every request,
         then close; take no new request."""
         out = self.out = []
@@ -777,7 +786,7 @@ class ServerProtocol:
             self._stop(self.next_seq - 1)
         return out
 
-    def tick(self, now: float) -> list:
+    def tick(self, now: float) -> list[Output]:
         """Time has passed: the head, body, keep-alive and response timeouts."""
         out = self.out = []
         self._now = now
@@ -801,7 +810,7 @@ class ServerProtocol:
             self._close()
         return out
 
-    def connection_lost(self) -> list[Any]:
+    def connection_lost(self) -> list[Answer]:
         """The socket is gone: the responses that will never be sent (to release what they
         hold, as for ``Unsent``). A body being read or sent is ended with an error."""
         self.stats.dropped += self.next_seq - self.send_seq

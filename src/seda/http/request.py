@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .body import BodyReader
+
+if TYPE_CHECKING:
+    from .response import Answer
+
+
+class Responder(Protocol):
+    """Where a request's answer goes: the connection it came on (the HTTP server's)."""
+
+    def respond(self, request: HttpRequest, response: Answer) -> None: ...
 
 
 class HttpRequest:
@@ -21,14 +30,14 @@ class HttpRequest:
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
-                 connection: Any, seq: int, keep_alive: bool, peer: Any = None,
+                 connection: Responder, seq: int, keep_alive: bool, peer: Any = None,
                  scheme: str = "http") -> None:
         self.method, self.target, self.path, self.query = method, target, path, query
         self.headers, self.body, self.version = headers, body, version
         self.connection, self.seq, self.keep_alive = connection, seq, keep_alive
         self.peer, self.scheme = peer, scheme
         self.stream: BodyReader | None = None
-        self.trailers: list[tuple[bytes, bytes]] | tuple = ()
+        self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
 
     def __repr__(self) -> str:
         return f"<HttpRequest {self.method} {self.target} HTTP/{self.version}>"
@@ -41,5 +50,5 @@ class HttpRequest:
                 return v.decode("latin-1")
         return None
 
-    def respond(self, response: Any) -> None:
+    def respond(self, response: Answer) -> None:
         self.connection.respond(self, response)

@@ -13,9 +13,12 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 from ..io.events import FileSegment
+
+if TYPE_CHECKING:
+    from .._abc import DoneSink
 
 _STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
 _NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
@@ -24,6 +27,14 @@ _WHOLE = (bytes, bytearray, memoryview)
 _next_second = 0.0           # when the Date line below goes stale
 _date = b""
 _starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this second's Date
+
+#: What a response encodes to, for the connection to send: bytes, a file segment (sendfile)
+#: or a body still being written.
+Piece: TypeAlias = "bytes | FileSegment | StreamBody"
+#: What a request is answered with (``HttpRequest.respond``).
+Answer: TypeAlias = "Response | Prepared"
+#: A response's header fields: (name, value) pairs, in order.
+Headers: TypeAlias = list[tuple[str, str]]
 
 
 def _date_line() -> bytes:
@@ -69,7 +80,7 @@ def _status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None =
     return b"%s %d %s\r\n" % (version, status, reason.encode("latin-1"))
 
 
-def _header_bytes(headers: list[tuple[str, str]]) -> bytes:
+def _header_bytes(headers: Headers) -> bytes:
     text = "".join([f"{name}: {value}\r\n" for name, value in headers])
     # one CR and one LF per line, or a name or value carries a line break (response splitting)
     if text.count("\n") != len(headers) or text.count("\r") != len(headers):
@@ -90,7 +101,7 @@ class Response:
     __slots__ = ("body", "headers", "reason", "status")
 
     def __init__(self, status: int = 200, body: Any = b"",
-                 headers: list[tuple[str, str]] | None = None,
+                 headers: Headers | None = None,
                  content_type: str | None = None, reason: str | None = None) -> None:
         self.status = status
         self.body = body
@@ -109,7 +120,7 @@ class Response:
                 return value
         return None
 
-    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         """What to enqueue on the connection, and whether it may stay open afterwards."""
         status, body = self.status, self.body
         lines = [_head_start(status, http10, self.reason)]
@@ -136,7 +147,7 @@ class Response:
                 lines.append(b"content-length: %d\r\n" % body.count)
         elif isinstance(body, StreamBody):
             body.chunked = not has_length and not http10
-            if has_length:
+            if length is not None:
                 body.length = int(length)
             elif http10:
                 keep_alive = False
@@ -178,7 +189,7 @@ class Prepared:
         self._date: bytes | None = None       # the Date line ``_whole`` was made with
         self._whole = b""                     # this second's keep-alive HTTP/1.1 answer to GET
 
-    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list, bool]:
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         if keep_alive and not (http10 or head_only):     # the usual request: made once a second
             date = _date_line()
             if date is not self._date:
@@ -193,7 +204,7 @@ class Prepared:
         return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
 
 
-def prepare_head(headers: list[tuple[str, str]]) -> bytes:
+def prepare_head(headers: Headers) -> bytes:
     """Header lines for a ``Prepared`` response, checked and encoded once."""
     return _header_bytes(list(headers))
 
@@ -205,7 +216,7 @@ class FileBody:
 
     __slots__ = ("count", "done", "fd", "offset", "tag")
 
-    def __init__(self, fd: int, offset: int, count: int, done: Any = None,
+    def __init__(self, fd: int, offset: int, count: int, done: DoneSink | None = None,
                  tag: Any = None) -> None:
         self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag
 
@@ -224,6 +235,7 @@ def _frames(body: Iterable[bytes], chunked: bool) -> list[bytes]:
     return [*(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces), b"0\r\n\r\n"]
 
 
+@final        # told apart by ``type(item) is StreamBody``: a subclass would not be
 class StreamBody:
     """A body written piece by piece from another thread while it is being sent (WSGI).
 
@@ -304,7 +316,7 @@ class StreamBody:
             finished = self._finished
             self._cond.notify_all()
         if self.length is not None:
-            pieces = self._within_length(pieces)
+            pieces = self._within_length(pieces, self.length)
             if finished and self._sent < self.length:
                 self.failed = True
         else:
@@ -316,15 +328,15 @@ class StreamBody:
             return framed, finished
         return pieces, finished
 
-    def _within_length(self, pieces: list[bytes]) -> list[bytes]:
-        kept, room = [], self.length - self._sent
+    def _within_length(self, pieces: list[bytes], length: int) -> list[bytes]:
+        kept, room = [], length - self._sent
         for piece in pieces:
             if room <= 0:
                 break
             piece = piece[:room]
             kept.append(piece)
             room -= len(piece)
-        self._sent = self.length - room
+        self._sent = length - room
         return kept
 
     @property
@@ -340,7 +352,7 @@ class StreamBody:
 
 # -- helpers for the statuses a server needs ----------------------------------------------------
 
-def _text(status: int, text: str | None = None, headers: list | None = None) -> Response:
+def _text(status: int, text: str | None = None, headers: Headers | None = None) -> Response:
     body = (text if text is not None else HTTPStatus(status).phrase).encode() + b"\n"
     return Response(status, body, headers, "text/plain; charset=utf-8")
 
@@ -351,7 +363,7 @@ def error(status: int, text: str | None = None) -> Response:
 
 
 def ok(body: bytes = b"", content_type: str = "text/plain; charset=utf-8",
-       headers: list | None = None) -> Response:
+       headers: Headers | None = None) -> Response:
     return Response(200, body, headers, content_type)
 
 
@@ -361,12 +373,12 @@ def redirect(location: str, permanent: bool = False, keep_method: bool = False) 
     return _text(status, f"See {location}", [("location", location)])
 
 
-def not_modified(headers: list | None = None) -> Response:
+def not_modified(headers: Headers | None = None) -> Response:
     return Response(304, b"", headers)
 
 
 def partial_content(body: Any, start: int, end: int, total: int,
-                    content_type: str | None = None, headers: list | None = None) -> Response:
+                    content_type: str | None = None, headers: Headers | None = None) -> Response:
     """206 for the inclusive byte range ``start``-``end`` of ``total``."""
     return Response(206, body, [("content-range", f"bytes {start}-{end}/{total}"),
                                 *(headers or ())], content_type)

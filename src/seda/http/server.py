@@ -10,19 +10,34 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._signals import Stopping
 from .._sink import SinkError
-from .._stage import EventHandler
+from .._stage import EventHandler, StageContext
 from ..io.events import Closed, Connected, Failed, FileSegment, Packet, WriteDone
-from ..io.sockets import SocketLayer
+from ..io.sockets import Listener, SocketLayer
 from . import response as responses
 from .answers import ReadyAnswer
 from .limits import Limits
-from .protocol import ABORT, CLOSE, PAUSE, RESUME, Logged, ServerProtocol, ServerStats, Unsent
+from .protocol import (
+    ABORT,
+    CLOSE,
+    PAUSE,
+    RESUME,
+    Logged,
+    Output,
+    ServerProtocol,
+    ServerStats,
+    Unsent,
+)
 from .request import HttpRequest
-from .response import FileBody, StreamBody
+from .response import Answer, FileBody, StreamBody
+
+if TYPE_CHECKING:
+    from .._runtime import Runtime
+    from .._sink import Sink
+    from ..io.sockets import Connection
 
 _TICK = 1.0                  # seconds between sweeps for timeouts
 # Bytes that may wait in memory for a slow client before the connection stops reading requests
@@ -35,7 +50,7 @@ class _HttpConnection:
 
     __slots__ = ("conn", "protocol", "reading", "server", "wanted")
 
-    def __init__(self, server: _HttpServer, conn: Any) -> None:
+    def __init__(self, server: _HttpServer, conn: Connection) -> None:
         self.server, self.conn = server, conn
         self.reading = True                    # the socket is being read
         self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
@@ -45,9 +60,9 @@ class _HttpConnection:
             wake=self._wake_reading, now=time.monotonic())
 
     def feed(self, data: bytes) -> None:
-        self._run(self.protocol.receive(data, time.monotonic()))
+        self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]  # open
 
-    def respond(self, request: HttpRequest, response: Any) -> None:
+    def respond(self, request: HttpRequest, response: Answer) -> None:
         """Send ``response`` to ``request``, in request order. Any thread."""
         server = self.server
         if threading.get_ident() != server.loop_ident:
@@ -58,14 +73,15 @@ class _HttpConnection:
         else:
             self.answer(request, response)
 
-    def answer(self, request: HttpRequest, response: Any) -> None:
+    def answer(self, request: HttpRequest, response: Answer) -> None:
         """``respond``, on the loop thread."""
         if self.protocol is not None:
             self._run(self.protocol.respond(request, response, time.monotonic()))
 
-    def _run(self, events: list) -> None:
+    def _run(self, events: list[Output]) -> None:
         """Carry out what the protocol said, in order."""
         conn = self.conn
+        ev: Any                                # told apart by ``kind``, which mypy cannot follow
         try:
             for ev in events:
                 kind = type(ev)
@@ -76,7 +92,7 @@ class _HttpConnection:
                 elif kind is StreamBody:
                     ev.attach(self._wake_stream)
                 elif kind is Logged:
-                    self.server.log.enqueue_lossy(ev)
+                    self.server.log.enqueue_lossy(ev)  # type: ignore[union-attr]  # only with a log
                 elif kind is Unsent:
                     self._release(ev.response)
                 elif ev is PAUSE or ev is RESUME:
@@ -96,7 +112,7 @@ class _HttpConnection:
         try:
             self.server.sink.enqueue(request)
         except SinkError:
-            self._run(self.protocol.shed(request, time.monotonic()))
+            self._run(self.protocol.shed(request, time.monotonic()))  # type: ignore[union-attr]  # open
 
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send; while
@@ -160,7 +176,7 @@ class _HttpConnection:
             for response in protocol.connection_lost():
                 self._release(response)
 
-    def _release(self, response: Any) -> None:
+    def _release(self, response: Answer) -> None:
         body = getattr(response, "body", None)
         if type(body) is StreamBody:
             body.broken()
@@ -175,21 +191,21 @@ class _Tick:
 class _HttpServer(EventHandler):
     """The server stage. Events: the socket layer's, answers from other threads, ticks."""
 
-    def __init__(self, sink: Any, limits: Limits, log: Any = None,
+    def __init__(self, sink: Sink, limits: Limits, log: Sink | None = None,
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
-        self.connections: dict[Any, _HttpConnection] = {}
+        self.connections: dict[Connection, _HttpConnection] = {}
         self.counts = ServerStats()
         self.loop_ident = 0
         self._busy = responses.service_unavailable().encode(False, False, False)[0][0]
 
-    def init(self, ctx: Any) -> None:
+    def init(self, ctx: StageContext) -> None:
         self.rt, self.own = ctx.runtime, ctx.stage.sink
         self.respond_put = self.own.enqueue
         self.rt.timer.schedule(_TICK, self.own, _Tick())
         self.rt.signals.subscribe(Stopping, self.own)
 
-    def handle_events(self, events: list) -> None:
+    def handle_events(self, events: list[Any]) -> None:
         if not self.loop_ident:
             self.loop_ident = threading.get_ident()
         connections = self.connections
@@ -217,7 +233,7 @@ class _HttpServer(EventHandler):
                 for state in list(connections.values()):
                     state.stop()
 
-    def _connected(self, conn: Any) -> None:
+    def _connected(self, conn: Connection) -> None:
         if len(self.connections) >= self.limits.max_connections:
             self.counts.refused += 1
             self.counts.statuses[503] += 1
@@ -226,7 +242,7 @@ class _HttpServer(EventHandler):
         else:
             self.connections[conn] = _HttpConnection(self, conn)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Open connections, responses by status, and requests that went wrong: shed (503 at
         once), timed out, refused at connect (too many connections), dropped (the client went
         before its answer), aborted (the application failed mid-response)."""
@@ -237,9 +253,9 @@ class _HttpServer(EventHandler):
                 "dropped": s.dropped, "aborted": s.aborted}
 
 
-def serve(rt: Any, address: tuple, sink: Any, *, name: str = "http", limits: Limits | None = None,
-          log: Any = None, answers: dict[bytes, ReadyAnswer] | None = None,
-          **listen_options: Any) -> Any:
+def serve(rt: Runtime, address: tuple[Any, ...], sink: Sink, *, name: str = "http",
+          limits: Limits | None = None, log: Sink | None = None,
+          answers: dict[bytes, ReadyAnswer] | None = None, **listen_options: Any) -> Listener:
     """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``.
     Returns the listener (``.address`` is the bound address). With ``log``, a ``Logged`` event
     per response goes there, lossily. With ``answers`` (request target -> ``ReadyAnswer``, kept

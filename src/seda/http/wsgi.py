@@ -17,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
@@ -25,7 +25,14 @@ from ..io.events import WriteDone
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest
-from .response import FileBody, Response, StreamBody
+from .response import FileBody, Headers, Response, StreamBody
+
+if TYPE_CHECKING:
+    from wsgiref.types import WSGIApplication, WSGIEnvironment
+
+    from .._abc import Controller
+    from .._runtime import Runtime
+    from .._sink import Sink
 
 log = logging.getLogger("seda.wsgi")
 
@@ -102,7 +109,8 @@ class WsgiHandler(EventHandler):
     reach the application as the ``X-Forwarded-For`` a proxy vouched for (as gunicorn and
     waitress do)."""
 
-    def __init__(self, app: Callable, *, script_name: str = "", url_scheme: str | None = None,
+    def __init__(self, app: WSGIApplication, *, script_name: str = "",
+                 url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
                  underscore_headers: bool = False) -> None:
         self.app, self.script_name, self.url_scheme = app, script_name.rstrip("/"), url_scheme
@@ -111,14 +119,14 @@ class WsgiHandler(EventHandler):
         self._errors = _Errors()
         self._keys: dict[bytes, str] = {}       # header field name -> environ key (_key)
 
-    def environ(self, req: HttpRequest) -> dict:
+    def environ(self, req: HttpRequest) -> WSGIEnvironment:
         path = req.path
         if "%" in path:                        # (most paths have nothing to unquote)
             path = unquote_to_bytes(path).decode("latin-1")
         if self.script_name and path.startswith(self.script_name):
             path = path[len(self.script_name):]
         peer = req.peer or ("", 0)
-        env = {
+        env: WSGIEnvironment = {
             "REQUEST_METHOD": req.method,
             "SCRIPT_NAME": self.script_name,
             "PATH_INFO": path,
@@ -181,14 +189,15 @@ class _Exchange:
         self.handler, self.req = handler, req
         self.status: int | None = None
         self.reason: str | None = None
-        self.headers: list[tuple[str, str]] = []
+        self.headers: Headers = []
         self.length: int | None = None             # the declared Content-Length
         self.stream: StreamBody | None = None      # once the head has gone out
         self.pieces: list[bytes] = []              # body held back: known to be whole
         self.head_only = req.method == "HEAD"
         self.counted = 0                           # body bytes of a HEAD, not sent
 
-    def start_response(self, status: str, headers: list, exc_info: Any = None) -> Callable:
+    def start_response(self, status: str, headers: Headers,
+                       exc_info: Any = None) -> Callable[[bytes], None]:
         if exc_info is not None:
             try:
                 if self.stream is not None:        # too late to change the status: re-raise
@@ -292,7 +301,7 @@ class _Exchange:
                 headers.append(("Connection", "close"))
         self.req.respond(Response(self.status, body, headers, reason=self.reason))
 
-    def _send_file(self, result: Any) -> bool:
+    def _send_file(self, result: FileWrapper) -> bool:
         """A ``wsgi.file_wrapper`` of a regular file: answer with sendfile (a duplicate
         descriptor, so the application may close its file at once)."""
         if self.status is None or self.head_only:
@@ -338,8 +347,8 @@ def _body_error() -> BodyError | None:
     return None
 
 
-def mount(rt: Any, app: Callable, *, name: str = "wsgi", threads: Any = 8, predicate: Any = None,
-          **options: Any) -> Any:
+def mount(rt: Runtime, app: WSGIApplication, *, name: str = "wsgi",
+          threads: int | Controller = 8, predicate: Any = None, **options: Any) -> Sink:
     """Add a stage running ``app`` on its own thread pool; returns its sink, which an HTTP
     server (or a router in front of several applications) sends HttpRequest events to.
     ``options`` go to ``WsgiHandler``."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, final
+
+if TYPE_CHECKING:
+    from .._abc import DoneSink
+    from .sockets import Connection
 
 
 class Connected:
@@ -10,7 +14,7 @@ class Connected:
 
     __slots__ = ("conn",)
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def __repr__(self) -> str:
@@ -22,7 +26,7 @@ class Packet:
 
     __slots__ = ("conn", "data")
 
-    def __init__(self, conn: Any, data: bytes) -> None:
+    def __init__(self, conn: Connection, data: bytes) -> None:
         self.conn, self.data = conn, data
 
     def __repr__(self) -> str:
@@ -34,7 +38,7 @@ class WriteDone:
 
     __slots__ = ("conn", "tag")
 
-    def __init__(self, conn: Any, tag: Any) -> None:
+    def __init__(self, conn: Connection, tag: Any) -> None:
         self.conn, self.tag = conn, tag
 
 
@@ -43,7 +47,7 @@ class Closed:
 
     __slots__ = ("conn", "error")
 
-    def __init__(self, conn: Any, error: BaseException | None = None) -> None:
+    def __init__(self, conn: Connection, error: BaseException | None = None) -> None:
         self.conn, self.error = conn, error
 
     def __repr__(self) -> str:
@@ -55,7 +59,7 @@ class Failed:
 
     __slots__ = ("conn", "error")
 
-    def __init__(self, conn: Any, error: BaseException) -> None:
+    def __init__(self, conn: Connection, error: BaseException) -> None:
         self.conn, self.error = conn, error
 
     def __repr__(self) -> str:
@@ -68,10 +72,11 @@ class Send:
 
     __slots__ = ("data", "done", "tag")
 
-    def __init__(self, data: bytes | memoryview, done: Any, tag: Any = None) -> None:
+    def __init__(self, data: bytes | memoryview, done: DoneSink, tag: Any = None) -> None:
         self.data, self.done, self.tag = data, done, tag
 
 
+@final        # told apart by ``type(item) is FileSegment``: a subclass would not be
 class FileSegment:
     """``count`` bytes of an open file from ``offset``, sent with ``os.sendfile`` (no copy
     through Python). The file must stay open until the connection is done with it: give a
@@ -79,6 +84,6 @@ class FileSegment:
 
     __slots__ = ("count", "done", "fd", "offset", "tag")
 
-    def __init__(self, fd: int, offset: int, count: int, done: Any = None,
+    def __init__(self, fd: int, offset: int, count: int, done: DoneSink | None = None,
                  tag: Any = None) -> None:
         self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag

@@ -17,6 +17,8 @@ from .._stage import EventHandler
 from ..control import ThreadPoolController
 
 if TYPE_CHECKING:
+    from .._abc import DoneSink
+    from .._runtime import Runtime
     from .._threads import ThreadPool
 
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)
@@ -58,11 +60,11 @@ class _Op:
 
     __slots__ = ("args", "done", "key", "op", "tag")
 
-    def __init__(self, op: str, key: Any, args: tuple, done: Any, tag: Any) -> None:
+    def __init__(self, op: str, key: Any, args: tuple[Any, ...], done: DoneSink, tag: Any) -> None:
         self.op, self.key, self.args, self.done, self.tag = op, key, args, done, tag
 
 
-def _run(op: str, args: tuple) -> Any:
+def _run(op: str, args: tuple[Any, ...]) -> Any:
     if op == "open":
         return os.open(*args)
     if op == "read":
@@ -82,7 +84,7 @@ class _FileStage(EventHandler):
     def __init__(self, layer: FileLayer) -> None:
         self.layer = layer
 
-    def handle_events(self, ops: list) -> None:
+    def handle_events(self, ops: list[_Op]) -> None:
         for req in ops:
             try:
                 done = FileDone(req.op, req.tag, _run(req.op, req.args))
@@ -98,13 +100,14 @@ class FileLayer:
     STAGE = "seda.io.file"
 
     @classmethod
-    def of(cls, rt: Any, max_threads: int = 16) -> FileLayer:
+    def of(cls, rt: Runtime, max_threads: int = 16) -> FileLayer:
         try:
-            return rt.stage(cls.STAGE).handler.layer
+            layer: FileLayer = rt.stage(cls.STAGE).handler.layer
         except KeyError:
             return cls(rt, max_threads)
+        return layer
 
-    def __init__(self, rt: Any, max_threads: int = 16) -> None:
+    def __init__(self, rt: Runtime, max_threads: int = 16) -> None:
         threads = ThreadPoolController(min=1, max=max_threads, queue_threshold=4)
         self.stage = rt.add_stage(self.STAGE, _FileStage(self), threads=threads, batch=8,
                                   key=lambda req: req.key)
@@ -113,12 +116,12 @@ class FileLayer:
         self.busy_with = pool.busy_with
         self.fast_reads = 0                # served from the page cache without the stage
 
-    def open(self, path: str | os.PathLike, done: Any, tag: Any = None,
+    def open(self, path: str | os.PathLike[str], done: DoneSink, tag: Any = None,
              flags: int = os.O_RDONLY, mode: int = 0o644) -> None:
         self.put(_Op("open", os.fspath(path), (os.fspath(path), flags | os.O_CLOEXEC, mode),
                      done, tag))
 
-    def read(self, fd: int, size: int, offset: int, done: Any, tag: Any = None) -> None:
+    def read(self, fd: int, size: int, offset: int, done: DoneSink, tag: Any = None) -> None:
         """Read ``size`` bytes at ``offset``: from the page cache at once if it has them and
         nothing else is under way on this file (order is kept), else on the file stage."""
         if self.busy_with(fd):
@@ -135,11 +138,11 @@ class FileLayer:
             return
         self.put(_Op("read", fd, (fd, size, offset), done, tag))
 
-    def write(self, fd: int, data: bytes, offset: int, done: Any, tag: Any = None) -> None:
+    def write(self, fd: int, data: bytes, offset: int, done: DoneSink, tag: Any = None) -> None:
         self.put(_Op("write", fd, (fd, bytes(data), offset), done, tag))
 
-    def stat(self, path: str | os.PathLike, done: Any, tag: Any = None) -> None:
+    def stat(self, path: str | os.PathLike[str], done: DoneSink, tag: Any = None) -> None:
         self.put(_Op("stat", os.fspath(path), (os.fspath(path),), done, tag))
 
-    def close(self, fd: int, done: Any, tag: Any = None) -> None:
+    def close(self, fd: int, done: DoneSink, tag: Any = None) -> None:
         self.put(_Op("close", fd, (fd,), done, tag))

@@ -7,9 +7,10 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Iterable
+from functools import partial
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .network import JacksonNetwork
 from .simulate import Service, simulate
@@ -18,7 +19,7 @@ from .simulate import Service, simulate
 Build = Callable[[float], JacksonNetwork]
 
 
-def _network(stations: Iterable[tuple], routes: Iterable[tuple] = (),
+def _network(stations: Iterable[tuple[Any, ...]], routes: Iterable[tuple[str, str, float]] = (),
              lam: float = 1.0) -> JacksonNetwork:
     """Requests arrive at the first station."""
     net = JacksonNetwork()
@@ -93,7 +94,7 @@ class Figure:
                         markerfacecolor="none")
         ax.axvline(lam_max, color=colour, linestyle=":", linewidth=0.8)
 
-    def save(self, path: str | PathLike, ylim: tuple[float, float], note: str = "") -> None:
+    def save(self, path: str | PathLike[str], ylim: tuple[float, float], note: str = "") -> None:
         for ax in self.axes:
             ax.set_ylim(*ylim)
             ax.legend(fontsize="small", loc="upper left")
@@ -107,16 +108,16 @@ class Figure:
 MARKERS = "lines: analysis; o: simulator"
 
 
-def fig16(path: str | PathLike, **_: Any) -> None:
+def fig16(path: str | PathLike[str], **_: Any) -> None:
     """M/M/m with mu = 3 and 1, 2, 3 threads: response time explodes as lam -> m mu."""
     f = Figure(1, "Fig. 16: M/M/m, $\\mu$ = 3")
     for m in (1, 2, 3):
-        f.curve(0, f"{m} thread{'s' * (m > 1)}", lambda lam, m=m: pipeline(3.0, (m,), lam),
+        f.curve(0, f"{m} thread{'s' * (m > 1)}", partial(pipeline, 3.0, (m,)),
                 3.0 * m)
     f.save(path, (0, 2))
 
 
-def fig18(path: str | PathLike, jobs: int = 20_000) -> None:
+def fig18(path: str | PathLike[str], jobs: int = 20_000) -> None:
     """The load-dependent stage (mu = 0.05, alpha = 4, m' = 15, beta = 0.01) over threads and
     arrival rate: too few threads underprovision it, too many drown it in overhead."""
     import matplotlib
@@ -161,22 +162,22 @@ def fig18(path: str | PathLike, jobs: int = 20_000) -> None:
     plt.close(fig)
 
 
-def fig20(path: str | PathLike, jobs: int = 20_000) -> None:
+def fig20(path: str | PathLike[str], jobs: int = 20_000) -> None:
     """Combine (one stage doing two exponential steps: Erlang-2 service) against Pipeline
     (two stages in tandem), mu = 0.07 per step."""
     mu = 0.07
     f = Figure(2, "Fig. 20: (a) Combine, one $M/E_2/m$ stage; (b) Pipeline, two M/M/m stages;"
                " $\\mu$ = 0.07 per step")
     for m in (1, 2, 3, 4):
-        f.curve(0, f"{m} thread{'s' * (m > 1)}", lambda lam, m=m: pipeline(mu / 2, (m,), lam),
+        f.curve(0, f"{m} thread{'s' * (m > 1)}", partial(pipeline, mu / 2, (m,)),
                 m * mu / 2, sim_only=True, service="erlang", jobs=jobs)
     for ms in ((1, 1), (1, 2), (2, 2)):     # (2, 1) is (1, 2): the product form is symmetric
-        f.curve(1, f"{ms[0]} and {ms[1]} threads", lambda lam, ms=ms: pipeline(mu, ms, lam),
+        f.curve(1, f"{ms[0]} and {ms[1]} threads", partial(pipeline, mu, ms),
                 min(ms) * mu, sim=(0.4, 0.7), jobs=jobs)
     f.save(path, (0, 200), MARKERS)
 
 
-def fig21(path: str | PathLike, jobs: int = 20_000) -> None:
+def fig21(path: str | PathLike[str], jobs: int = 20_000) -> None:
     """Partition: step A (mu 0.9), then half the requests a slow step B (0.02), the others a
     fast step C (0.07); one stage for all of it against a tree of three stages."""
     mu_a, mu_b, mu_c = 0.9, 0.02, 0.07
@@ -190,7 +191,7 @@ def fig21(path: str | PathLike, jobs: int = 20_000) -> None:
                " in their own stages ($\\mu_A$ = 0.9, $\\mu_B$ = 0.02, $\\mu_C$ = 0.07)")
     for m in (1, 2, 4, 6):
         f.curve(0, f"{m} thread{'s' * (m > 1)}",
-                lambda lam, m=m: pipeline(1 / mean, (m,), lam), m / mean, sim_only=True,
+                partial(pipeline, 1 / mean, (m,)), m / mean, sim_only=True,
                 service=combined, jobs=jobs)
     for mb, mc in ((1, 1), (2, 1), (4, 1), (4, 2)):
         def build(lam: float, mb: int = mb, mc: int = mc) -> JacksonNetwork:
@@ -201,25 +202,33 @@ def fig21(path: str | PathLike, jobs: int = 20_000) -> None:
     f.save(path, (0, 400), MARKERS)
 
 
-def fig23(path: str | PathLike, jobs: int = 20_000) -> None:
+def fig23(path: str | PathLike[str], jobs: int = 20_000) -> None:
     """Replicate: a fast stage (mu 2.9) feeding one slow stage (mu 0.02) of k threads, against
     k single-threaded replicas of it, each given 1/k of the requests."""
     mu1, mu2 = 2.9, 0.02
     f = Figure(2, "Fig. 23: (a) one stage of k threads; (b) k one-thread replicas "
                "($\\mu_1$ = 2.9, $\\mu_2$ = 0.02)")
     for k in (2, 4, 8):
-        f.curve(0, f"{k} threads", lambda lam, k=k: pipeline((mu1, mu2), (1, k), lam),
+        f.curve(0, f"{k} threads", partial(pipeline, (mu1, mu2), (1, k)),
                 k * mu2, sim=(0.5,), jobs=jobs)
     for k in (2, 4, 8):
-        f.curve(1, f"{k} replicas", lambda lam, k=k: tree((mu1, 1), [(mu2, 1)] * k, lam),
+        f.curve(1, f"{k} replicas", partial(tree, (mu1, 1), [(mu2, 1)] * k),
                 k * mu2, sim=(0.5,), jobs=jobs)
     f.save(path, (0, 500), MARKERS)
 
 
-FIGURES = {"fig16": fig16, "fig18": fig18, "fig20": fig20, "fig21": fig21, "fig23": fig23}
+class _Drawing(Protocol):
+    """A figure: drawn into ``path``, with ``jobs`` requests per simulated point."""
+
+    def __call__(self, path: str | PathLike[str], *, jobs: int) -> None: ...
 
 
-def draw(out: str | PathLike, names: Iterable[str] = FIGURES, jobs: int = 20_000) -> list[Path]:
+FIGURES: dict[str, _Drawing] = {"fig16": fig16, "fig18": fig18, "fig20": fig20, "fig21": fig21,
+                                "fig23": fig23}
+
+
+def draw(out: str | PathLike[str], names: Iterable[str] = FIGURES,
+         jobs: int = 20_000) -> list[Path]:
     """Write the named figures as PNGs into ``out``; ``jobs`` requests per simulated point."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

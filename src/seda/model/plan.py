@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from os import PathLike
+from typing import Any
 
 from ..profile.plot import read_samples
 from .network import JacksonNetwork
@@ -35,7 +36,7 @@ class StageLoad:
     threads: int
 
 
-def measure(samples: list[dict]) -> tuple[float, dict[str, StageLoad]]:
+def measure(samples: list[dict[str, Any]]) -> tuple[float, dict[str, StageLoad]]:
     """The seconds the samples span and each stage's load over them. Counters are cumulative,
     so rates are differences between the first and the last sample; the service time is the
     mean of the samples' ``service_ms`` weighted by the events handled since the one before."""
@@ -63,7 +64,7 @@ def measure(samples: list[dict]) -> tuple[float, dict[str, StageLoad]]:
     return seconds, loads
 
 
-def _service_time(samples: list[dict], name: str) -> float | None:
+def _service_time(samples: list[dict[str, Any]], name: str) -> float | None:
     weighted = handled = 0.0
     previous = samples[0]["stages"].get(name, {}).get("processed", 0)
     for sample in samples[1:]:
@@ -132,37 +133,38 @@ def make_plan(seconds: float, loads: dict[str, StageLoad], target: float | None 
     if entry_rate <= 0:
         raise ValueError("no events entered the stages in this profile; name the stage the "
                          "target rate arrives at with --entry")
-    active = [s for s in loads.values() if s.arrival_rate > 0 and s.service_time]
+    # the stages that handled events, with their service time
+    active = [(s, s.service_time) for s in loads.values() if s.arrival_rate > 0 and s.service_time]
     net = JacksonNetwork()
-    looped = [s for s in active if s.manager == "loop"]
-    for s in active:
+    looped = [(s, t) for s, t in active if s.manager == "loop"]
+    for s, t in active:
         if s.manager != "loop":
-            net.add_station(s.name, 1 / s.service_time, s.threads)
+            net.add_station(s.name, 1 / t, s.threads)
             net.arrive(s.name, s.arrival_rate)
-    loop_busy = math.fsum(s.arrival_rate * s.service_time for s in looped)
+    loop_busy = math.fsum(s.arrival_rate * t for s, t in looped)
     if looped:
-        arrivals = math.fsum(s.arrival_rate for s in looped)
+        arrivals = math.fsum(s.arrival_rate for s, _ in looped)
         net.add_station(LOOP, arrivals / loop_busy, 1)
         net.arrive(LOOP, arrivals)
     if not net.stations:
         raise ValueError("no stage handled any event in this profile")
     results = net.results()
     stages = []
-    for s in active:
+    for s, t in active:
         model = results[LOOP if s.manager == "loop" else s.name]
-        busy = s.arrival_rate * s.service_time
+        busy = s.arrival_rate * t
         share = s.arrival_rate / entry_rate
         stages.append(StagePlan(
-            s.name, s.manager, s.arrival_rate, s.rejected_rate, s.service_time, s.threads,
+            s.name, s.manager, s.arrival_rate, s.rejected_rate, t, s.threads,
             busy, busy / s.threads, model.mean_response if model.stable else None, share,
             None if target is None or s.manager == "loop"
-            else threads_needed(target * share, s.service_time)))
+            else threads_needed(target * share, t)))
     return Plan(seconds, entry, entry_rate, stages, net.bottleneck(),
                 net.max_stable_rate() * entry_rate, loop_busy if looped else None, target,
                 loop_busy * target / entry_rate if looped and target is not None else None)
 
 
-def plan_file(path: str | PathLike, target: float | None = None,
+def plan_file(path: str | PathLike[str], target: float | None = None,
               entry: str | None = None) -> Plan:
     """:func:`make_plan` for a profiler file (``Runtime.start_profiler``)."""
     samples = read_samples(path)

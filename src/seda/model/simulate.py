@@ -24,8 +24,11 @@ Service = str | Callable[[random.Random], float]
 
 #: the shape each named distribution takes when none is given: Erlang phases, lognormal sigma,
 #: Pareto tail index (above 2, so the variance and hence the mean queueing delay are finite)
-DEFAULT_SHAPE = {"erlang": 2, "lognormal": 1.0, "pareto": 2.5}
+DEFAULT_SHAPE: dict[str, float] = {"erlang": 2, "lognormal": 1.0, "pareto": 2.5}
 PERCENTILES = (50, 90, 95, 99)
+
+#: a request in the network: (when it entered the network, when it entered this stage)
+_Request = tuple[float, float]
 
 
 def sampler(name: str, mean: float, shape: float | None = None
@@ -34,12 +37,12 @@ def sampler(name: str, mean: float, shape: float | None = None
     if name not in ("exponential", "deterministic", *DEFAULT_SHAPE):
         raise ValueError(f"unknown service distribution {name!r}; expected exponential, "
                          "erlang, deterministic, lognormal or pareto")
-    k = DEFAULT_SHAPE.get(name) if shape is None else shape
     if name == "exponential":
         rate = 1 / mean
         return lambda rng: rng.expovariate(rate)
     if name == "deterministic":
         return lambda rng: mean
+    k = DEFAULT_SHAPE[name] if shape is None else shape
     if name == "erlang":
         if k != int(k) or k < 1:
             raise ValueError(f"an Erlang distribution has a whole number of phases, got {k!r}")
@@ -105,12 +108,14 @@ class _Stage:
                  route: list[tuple[float, int]]) -> None:
         self.m, self.speeds, self.draw, self.route = m, speeds, draw, route
         self.n = 0
-        self.queue: deque = deque()
-        self.heap: list = []               # (finishing mark, seq, request) for those in service
+        self.queue: deque[_Request] = deque()
+        # (finishing mark, seq, request) for those in service
+        self.heap: list[tuple[float, int, _Request]] = []
         self.done = self.last = self.area = 0.0
         self.speed = speeds[0]
         self.version = 0
-        self.mark: tuple | None = None     # (first mark, speed) of the completion scheduled
+        # (first mark, speed) of the completion scheduled
+        self.mark: tuple[float, float] | None = None
         self.times: list[float] = []
 
 
@@ -144,12 +149,13 @@ def simulate(net: JacksonNetwork, duration: float, seed: int,
         speeds = [1.0] + [st.rate(n, total) / (min(n, st.servers) * st.mu)
                           for n in range(1, st.servers + 1)]
         cumulative, route = 0.0, []
-        for dst, p in net.routes[name].items():
+        for target, p in net.routes[name].items():
             cumulative += p
-            route.append((cumulative, index[dst]))
+            route.append((cumulative, index[target]))
         stages.append(_Stage(st.servers, speeds, draw, route))
 
-    events: list = []                      # (time, seq, stage, version or -1 for an arrival)
+    # (time, seq, stage, version or -1 for an arrival)
+    events: list[tuple[float, int, int, int]] = []
     seq = 0
     for name, rate in net.external.items():
         if rate > 0:
@@ -180,12 +186,12 @@ def simulate(net: JacksonNetwork, duration: float, seed: int,
                 seq += 1
                 push(events, (now + max(0.0, key[0] - s.done) / s.speed, seq, i, s.version))
 
-    def start(s: _Stage, request: tuple) -> None:
+    def start(s: _Stage, request: _Request) -> None:
         nonlocal seq
         seq += 1
         push(s.heap, (s.done + s.draw(rng), seq, request))
 
-    def enter(i: int, request: tuple, now: float) -> None:
+    def enter(i: int, request: _Request, now: float) -> None:
         s = stages[i]
         advance(s, now)
         s.n += 1

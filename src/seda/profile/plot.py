@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from os import PathLike
+from typing import Any
 
 
-def read_samples(path: str | PathLike) -> list[dict]:
+def read_samples(path: str | PathLike[str]) -> list[dict[str, Any]]:
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def plot(path: str | PathLike, out: str | PathLike) -> None:
+def plot(path: str | PathLike[str], out: str | PathLike[str]) -> None:
     """Write a PNG with two panels sharing the time axis: queue lengths, then thread counts."""
     import matplotlib
 

@@ -9,8 +9,29 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from os import PathLike
-from typing import Any
+from typing import Any, Protocol
+
+
+class _SinkView(Protocol):
+    @property
+    def edges(self) -> Mapping[Any, int]: ...      # source stage (or None) -> events
+
+
+class _StageView(Protocol):
+    @property
+    def sink(self) -> _SinkView: ...
+    @property
+    def service_times(self) -> Iterable[float]: ...
+
+
+class _RuntimeView(Protocol):
+    """What the profiler reads of a runtime and its stages, named by their shape rather than
+    as ``seda.Runtime`` and ``seda.Stage``: the core imports the profiler, never the reverse."""
+
+    def stats(self) -> dict[str, dict[str, Any]]: ...
+    def stage(self, name: str) -> _StageView: ...
 
 
 def rss_bytes() -> int:
@@ -22,7 +43,7 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def flow(stage: Any) -> dict:
+def flow(stage: _StageView) -> dict[str, Any]:
     """What the queueing model (``python -m seda.model plan``) needs beyond ``stats()``: the
     events the stage accepted, how many of them each other stage sent (the rest came from
     outside the stages), and the mean handler time per event over its recent batches."""
@@ -37,7 +58,8 @@ class Sampler:
     """Every ``interval`` seconds: ``{"t", "rss", "stages": runtime.stats()}`` as one line,
     each stage's entry extended by :func:`flow`."""
 
-    def __init__(self, runtime: Any, path: str | PathLike, interval: float = 1.0) -> None:
+    def __init__(self, runtime: _RuntimeView, path: str | PathLike[str],
+                 interval: float = 1.0) -> None:
         if interval <= 0:
             raise ValueError(f"the profiler interval is in seconds and > 0, got {interval!r}")
         self.runtime, self.path, self.interval = runtime, path, interval
@@ -56,7 +78,7 @@ class Sampler:
             self._thread.join()
         self._file.close()
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         stages = self.runtime.stats()
         for name, row in stages.items():
             with contextlib.suppress(KeyError):          # destroyed since stats()
