@@ -53,7 +53,8 @@ class LoopStage:
         self.loop = loop
         self.items: deque[Any] = deque()
         self.scheduled = False       # waiting in the loop's ready line
-        self.runs = 0                # batches run: every SAMPLE_EVERY-th is timed
+        self.runs = 0                # batches run: every SAMPLE_EVERY-th is timed, and
+        #                              Runtime.stop watches the count move (progress)
         connect(stage.sink, self.put, self.put_many, self.items.__len__)
 
     def put(self, ev: Any) -> None:
@@ -118,7 +119,7 @@ class LoopStage:
         return not self.items and not self.loop.busy
 
     def progress(self) -> int:
-        return self.loop.batches
+        return self.runs
 
 
 class EventLoop:
@@ -134,7 +135,6 @@ class EventLoop:
         self._watched: dict[int, list[Callable[[], None] | None]] = {}
         self.sleeping = False        # blocked in select(): cross-thread work must wake it
         self.busy = False            # running anything at all; Runtime.stop watches it
-        self.batches = 0
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -263,7 +263,6 @@ class EventLoop:
                         batch = [pop() for _ in range(n)]
                 except IndexError:          # discard() emptied it meanwhile: nothing to run
                     continue
-                self.batches += 1
                 cursor.stage = stage
                 # run_batch inlined: this is the hop between two stages on the loop.
                 timed = not lq.runs % SAMPLE_EVERY
