@@ -18,7 +18,7 @@ class ControlThread:
     and removed while it runs."""
 
     def __init__(self) -> None:
-        self._scheduler = Scheduler("seda:control")
+        self._scheduler: Scheduler[Callable[[], None]] = Scheduler("seda:control")
         self._active: set[int] = set()       # ids of controllers still registered
 
     def add(self, controller: Controller) -> None:

@@ -9,30 +9,35 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 log = logging.getLogger("seda")
 
+#: What a scheduler calls: any callable of no arguments, or a kind of its own (the timer's
+#: handles), which ``waiting`` then gives back as it is.
+_Call = TypeVar("_Call", bound=Callable[[], None])
 
-class Scheduler:
+
+class Scheduler(Generic[_Call]):
     """A heap of (due time, callable) and a thread that calls each when due, in due order.
     Calls run outside the lock, so they may schedule more."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, _Call]] = []
         self._seq = itertools.count()           # equal due times keep their order
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
 
-    def call_at(self, when: float, fn: Callable[[], None]) -> None:
+    def call_at(self, when: float, fn: _Call) -> None:
         """Call ``fn()`` on the scheduler's thread once ``time.monotonic()`` reaches ``when``."""
         with self._cond:
             heapq.heappush(self._heap, (when, next(self._seq), fn))
             if self._heap[0][2] is fn:
                 self._cond.notify()
 
-    def waiting(self) -> list[Callable[[], None]]:
+    def waiting(self) -> list[_Call]:
         """The calls not yet made, in no particular order."""
         with self._cond:
             return [entry[2] for entry in self._heap]

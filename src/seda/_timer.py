@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ._abc import DoneSink
 
 
 class TimerHandle:
@@ -14,7 +17,7 @@ class TimerHandle:
 
     __slots__ = ("cancelled", "event", "sink", "timer", "when")
 
-    def __init__(self, timer: Timer, when: float, sink: Any, event: Any) -> None:
+    def __init__(self, timer: Timer, when: float, sink: DoneSink, event: Any) -> None:
         self.timer, self.when, self.sink, self.event = timer, when, sink, event
         self.cancelled = False
 
@@ -30,10 +33,10 @@ class Timer:
     """``schedule(delay_s, sink, ev)``; an event its sink rejects when due is dropped, counted."""
 
     def __init__(self) -> None:
-        self._scheduler = Scheduler("seda:timer")
+        self._scheduler: Scheduler[TimerHandle] = Scheduler("seda:timer")
         self.dropped = 0
 
-    def schedule(self, delay_s: float, sink: Any, ev: Any) -> TimerHandle:
+    def schedule(self, delay_s: float, sink: DoneSink, ev: Any) -> TimerHandle:
         if not delay_s >= 0:
             raise ValueError(f"a timer delay is a number of seconds >= 0, got {delay_s!r}")
         handle = TimerHandle(self, time.monotonic() + delay_s, sink, ev)

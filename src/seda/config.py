@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import tomllib
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._imports import ImportObjectError, import_object
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
 
 _STAGE_KEYS = {"handler", "threads", "batch", "blocking", "processes", "key", "predicate",
                "params"}
@@ -51,7 +54,7 @@ def _instantiate(cls: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {cls!r}() raised {exc!r}") from exc
 
 
-def load(runtime: Any, path: str | PathLike) -> Any:
+def load(runtime: Runtime, path: str | PathLike[str]) -> Runtime:
     """Add the stages (and the profiler settings) that ``path`` describes to ``runtime``."""
     try:
         with open(path, "rb") as f:
@@ -84,7 +87,7 @@ def load(runtime: Any, path: str | PathLike) -> Any:
     return runtime
 
 
-def _stage_args(spec: Any, where: str) -> dict:
+def _stage_args(spec: Any, where: str) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: expected a table")
     unknown = set(spec) - _STAGE_KEYS

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .driver import Controller, take_all
 from .response_time import Estimate, Rounds
+
+if TYPE_CHECKING:
+    from .._stage import Stage
 
 _MAX_SAMPLES = 100_000
 
@@ -58,7 +61,9 @@ class ResponseTimeBound(Controller):
         self.err_i, self.err_d, self.adj_d, self.adjlo_d = err_i, err_d, adj_d, adjlo_d
         self.share_min = share_min
         self.classify = classify
-        targets = {0: target} if targets is None else targets
+        if targets is None:
+            assert target is not None          # one or the other, checked above
+            targets = {0: target}
         self.classes = {c: _Class(t) for c, t in sorted(targets.items())}   # lowest first
         self.lowest = next(iter(self.classes.values()))
         self.capacity: float | None = None      # events per second, measured
@@ -81,12 +86,12 @@ class ResponseTimeBound(Controller):
 
     # -- controller -----------------------------------------------------------------------------
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
         self._length = stage.sink.length
         stage.observe(self.observe)
 
-    def observe(self, events: list, waits: list, responses: list) -> None:
+    def observe(self, events: list[Any], waits: list[float], responses: list[float]) -> None:
         class_of = self._class_of
         for ev, wait, response in zip(events, waits, responses, strict=True):
             class_of(ev).samples.append(response)
@@ -97,14 +102,16 @@ class ResponseTimeBound(Controller):
             return
         services = take_all(self._services)
         if services:
+            stage = self.stage
+            assert stage is not None             # observed only while attached
             mean = sum(services) / len(services)
-            self.capacity = self.stage.manager.thread_count() / max(mean, 1e-6)
+            self.capacity = stage.manager.thread_count() / max(mean, 1e-6)
         idle = not self._length()
         measured = [c for c, k in self.classes.items() if k.measure(idle, self.alpha)]
-        over = [c for c in measured if self.classes[c].err > self.err_d]
+        over = [c for c in measured if self.classes[c].last_err() > self.err_d]
         for c in measured:                 # no share rises below a class missing its target
             k = self.classes[c]
-            if k.err < self.err_i and not any(o > c for o in over):
+            if k.last_err() < self.err_i and not any(o > c for o in over):
                 k.share = min(1.0, k.share * self.adj_d)
         for c in reversed(over):           # highest first
             self._cut(c)
@@ -120,7 +127,7 @@ class ResponseTimeBound(Controller):
             k = self.classes[c]
             k.share = max(self.share_min, k.share / self.adj_d)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         top = self.classes[max(self.classes)]
         return {"p90_ms": None if top.cur is None else top.cur * 1000,
                 "target_ms": top.target * 1000, "capacity": self.capacity,

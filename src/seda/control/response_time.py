@@ -9,10 +9,14 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .driver import Controller, take_all
 from .token_bucket import TokenBucket
+
+if TYPE_CHECKING:
+    from .._stage import Stage
+    from .thread_pool import ThreadPoolController
 
 _BURST = 0.1      # seconds of the current rate the bucket holds, when no depth is given
 _MAX_SAMPLES = 100_000
@@ -74,11 +78,17 @@ class Estimate:
         self.err = (self.cur - self.target) / self.target
         return True
 
+    def last_err(self) -> float:
+        """``err`` as the last ``measure`` that returned True left it; asked only after one."""
+        err = self.err
+        assert err is not None              # set by every measure that returns True
+        return err
+
 
 class _Loop(Estimate):
     """One AIMD loop: the estimate and the admission rate it sets (Fig. 49-50)."""
 
-    def __init__(self, target: float, p: dict, depth: float | None,
+    def __init__(self, target: float, p: dict[str, float], depth: float | None,
                  clock: Callable[[], float]) -> None:
         super().__init__(target)
         self.p, self.depth = p, depth
@@ -97,7 +107,7 @@ class _Loop(Estimate):
         self.set_rate(self.rate / factor)
 
     def increase(self) -> None:
-        self.set_rate(self.rate + self.p["adj_i"] * -(self.err - self.p["c_i"]))
+        self.set_rate(self.rate + self.p["adj_i"] * -(self.last_err() - self.p["c_i"]))
 
 
 class ResponseTimeController(Controller):
@@ -170,16 +180,18 @@ class ResponseTimeController(Controller):
 
     # -- controller ------------------------------------------------------------------------------
 
-    def attach(self, stage: Any) -> None:
+    def attach(self, stage: Stage) -> None:
         super().attach(stage)
         if self.measure:
             stage.observe(self.observe)
 
-    def observe(self, events: list, waits: list, responses: list) -> None:
+    def observe(self, events: list[Any], waits: list[float], responses: list[float]) -> None:
         self.loop.samples.extend(responses)
 
     def _gate(self) -> None:
-        threads = self.stage.thread_control if self.stage is not None else None
+        # what wait_for_threads waits on is a ThreadPoolController: the one sizing the pool
+        threads = cast("ThreadPoolController | None",
+                       self.stage.thread_control if self.stage is not None else None)
         growing = self.wait_for_threads and threads is not None and threads.size < threads.max
         self.admitting = self.enabled and not growing
 
@@ -195,13 +207,13 @@ class ResponseTimeController(Controller):
             return
         if not self.loop.measure(self._idle(), self.params["alpha"]) or not self.admitting:
             return                                # measure while off, but leave the rate be
-        err = self.loop.err
+        err = self.loop.last_err()
         if err > self.params["err_d"]:
             self.loop.decrease(self.params["adj_d"])
         elif err < self.params["err_i"]:
             self.loop.increase()
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"p90_ms": None if self.p90 is None else self.p90 * 1000, "rate": self.rate,
                 "target_ms": self.target * 1000, "admitting": self.admitting,
                 "rejected": self.rejected}
@@ -231,8 +243,10 @@ class MulticlassResponseTimeController(ResponseTimeController):
         self._lowest = self.loops[self.classes[0]]
         self.loop = self.loops[self.classes[-1]]
 
-    def report(self, seconds: float, cls: int | None = None) -> None:  # type: ignore[override]
-        self.loops.get(cls, self._lowest).samples.append(seconds)
+    def report(self, seconds: float, cls: int | None = None) -> None:
+        # no class (None) is no key: the lowest class's, as an unknown class is; testing for
+        # None first would cost every report
+        self.loops.get(cls, self._lowest).samples.append(seconds)  # type: ignore[arg-type]
 
     def accept(self, ev: Any) -> bool:
         if not self.admitting or self.loops.get(self.classify(ev), self._lowest).bucket.accept():
@@ -240,7 +254,7 @@ class MulticlassResponseTimeController(ResponseTimeController):
         self.rejected += 1
         return False
 
-    def observe(self, events: list, waits: list, responses: list) -> None:
+    def observe(self, events: list[Any], waits: list[float], responses: list[float]) -> None:
         for ev, seconds in zip(events, responses, strict=True):
             self.loops.get(self.classify(ev), self._lowest).samples.append(seconds)
 
@@ -260,7 +274,8 @@ class MulticlassResponseTimeController(ResponseTimeController):
             if not measured[c]:
                 continue
             lower = [self.loops[k] for k in self.classes[:i]]
-            if loop.err > p["err_d"]:
+            err = loop.last_err()
+            if err > p["err_d"]:
                 held.update(self.classes[:i])
                 if not lower:
                     loop.decrease(p["adj_d"])
@@ -272,14 +287,14 @@ class MulticlassResponseTimeController(ResponseTimeController):
                     if loop.lc >= self.lc_thresh:
                         loop.lc = 0
                         loop.decrease(p["adj_d"])
-            elif loop.err < p["err_i"] and c not in held:
+            elif err < p["err_i"] and c not in held:
                 loop.increase()
 
     @property
     def rates(self) -> dict[int, float]:
         return {c: loop.rate for c, loop in self.loops.items()}
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"admitting": self.admitting, "rejected": self.rejected,
                 "classes": {str(c): {"p90_ms": None if loop.cur is None else loop.cur * 1000,
                                      "rate": loop.rate, "target_ms": loop.target * 1000}

@@ -4,9 +4,10 @@ and what a supervisor holds so that its workers can share the port."""
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 
-def bind_socket(address: tuple, *, reuse_addr: bool = True,
+def bind_socket(address: tuple[Any, ...], *, reuse_addr: bool = True,
                 reuse_port: bool = False) -> socket.socket:
     """A blocking TCP socket bound to ``address`` (``(host, port)``; IPv6 when the host has a
     ``:``, port 0 for any free port). ``reuse_addr`` lets a restarted server bind while its

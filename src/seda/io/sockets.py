@@ -18,7 +18,8 @@ import ssl
 import threading
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._signals import Stopping
 from .._sink import RejectedError, SinkError, StageClosedError
@@ -27,6 +28,12 @@ from ..control import TokenBucket
 from .bind import bind_socket
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
 from .tls import TLSSession
+
+if TYPE_CHECKING:
+    from .._abc import DoneSink
+    from .._runtime import Runtime
+    from .._sink import Sink
+    from .._stage import StageContext
 
 log = logging.getLogger("seda")
 
@@ -39,6 +46,8 @@ LINGER = 2.0                 # seconds a closing connection keeps draining the p
 
 _CLOSE = object()            # queued by Connection.close(): close once what is before it is sent
 _BYTES = (bytes, bytearray, memoryview)
+#: Data in memory, as a connection takes it and hands it to one send.
+_Chunk: TypeAlias = "bytes | bytearray | memoryview"
 
 
 def _size(item: Any) -> int:
@@ -61,17 +70,18 @@ class Connection:
         "overflow", "owner", "peer", "pending", "scheduled", "sock", "tls", "unsent",
     )
 
-    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any, peer: Any,
+    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Sink, peer: Any,
                  max_pending: int | None = MAX_PENDING, overflow: str = "reject") -> None:
         if overflow not in ("reject", "close"):
             raise ValueError(f"overflow is 'reject' or 'close', not {overflow!r}")
         self._layer = layer
         self.sock, self.fd, self.owner, self.peer = sock, sock.fileno(), owner, peer
-        self.out: deque = deque()          # items waiting for the write stage
+        self.out: deque[Any] = deque()     # items waiting for the write stage
         self.scheduled = False             # queued at the write stage
         self.pending = 0                   # bytes in memory not yet taken by the kernel
         self.max_pending, self.overflow = max_pending, overflow
-        self._drained: tuple[Any, int] | None = None   # (callback, low water): when_drained
+        # (callback, low water): when_drained
+        self._drained: tuple[Callable[[], None], int] | None = None
         self.closing = False               # close() called: no more enqueues
         self.closed = False
         self.connected = False
@@ -82,8 +92,10 @@ class Connection:
         self.unsent = False                # closed with data still to send (the peer left)
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
         self._writing = False              # watching for writability
-        self._reader: Any = None           # the selector callback that queues us for reading
-        self._completions: list = []       # (sink, tag) of Send items taken, not yet confirmed
+        # the selector callback that queues us for reading
+        self._reader: Callable[[], None] | None = None
+        # (sink, tag) of Send items taken, not yet confirmed
+        self._completions: list[tuple[DoneSink, Any]] = []
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer!r}{' closed' if self.closed else ''}>"
@@ -107,7 +119,7 @@ class Connection:
             self.scheduled = True
             self._layer.write_put(self)
 
-    def enqueue_many(self, items: Any) -> None:
+    def enqueue_many(self, items: Iterable[Any]) -> None:
         """All of ``items`` or none of them."""
         items = list(items)
         if self.closing:
@@ -134,7 +146,7 @@ class Connection:
     def __len__(self) -> int:
         return len(self.out)
 
-    def when_drained(self, callback: Any, low: int = 0) -> None:
+    def when_drained(self, callback: Callable[[], None], low: int = 0) -> None:
         """Call ``callback()`` on the loop thread once no more than ``low`` bytes wait in memory
         (once; at once if that is so already). Loop thread only: how an owner that bounds its
         own output (``max_pending=None``) learns it may send more."""
@@ -205,7 +217,8 @@ class Connection:
 
     def _tls_receive(self, data: bytes) -> bytes:
         """Decrypt; during the handshake, answer it and announce the connection when done."""
-        tls = self.tls
+        # _receive calls this only with self.tls set; an assert would cost every TLS packet
+        tls: TLSSession = self.tls  # type: ignore[assignment]
         plain = tls.receive(data)
         if tls.outgoing():
             self._schedule()
@@ -239,6 +252,7 @@ class Connection:
                 return                      # handshake or alert bytes still on their way
             if not self.connected:
                 return
+            chunks: list[_Chunk]
             out, chunks, size = self.out, [], 0
             while out:
                 item = out.popleft()
@@ -301,7 +315,7 @@ class Connection:
                                             seg.count - len(piece), seg.done, seg.tag))
         return piece
 
-    def _send(self, chunks: list) -> bool:
+    def _send(self, chunks: list[_Chunk]) -> bool:
         """Send joined chunks; True if all went, else the rest waits for writability."""
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if self.tls is not None:
@@ -397,8 +411,8 @@ class Connection:
 class Listener:
     """A listening socket; its connections' events go to ``owner``."""
 
-    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Any,
-                 options: dict) -> None:
+    def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Sink,
+                 options: dict[str, Any]) -> None:
         self._layer, self.sock, self.owner, self.options = layer, sock, owner, options
         self.address = sock.getsockname()
         self.accepted = 0
@@ -422,14 +436,14 @@ class _ReadStage(EventHandler):
     """Events: connections the selector found readable (and _ResumeReads under a rate limit)."""
 
     def __init__(self) -> None:
-        self.limit: Any = None             # a TokenBucket over packets read, or None
+        self.limit: TokenBucket | None = None   # over packets read
         self.held: list[Connection] = []   # readable connections the limit held back
         self.own: Any = None
 
-    def init(self, ctx: Any) -> None:
+    def init(self, ctx: StageContext) -> None:
         self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
 
-    def handle_events(self, conns: list) -> None:
+    def handle_events(self, conns: list[Any]) -> None:
         limit = self.limit
         if limit is None:
             for conn in conns:
@@ -453,7 +467,7 @@ class _ReadStage(EventHandler):
 class _WriteStage(EventHandler):
     """Events: connections with something to send."""
 
-    def handle_events(self, conns: list) -> None:
+    def handle_events(self, conns: list[Connection]) -> None:
         for conn in conns:
             conn._flush()
 
@@ -480,7 +494,7 @@ class _ListenStage(EventHandler):
     def __init__(self, layer: SocketLayer) -> None:
         self.layer = layer
 
-    def handle_events(self, events: list) -> None:
+    def handle_events(self, events: list[Any]) -> None:
         for ev in events:
             kind = type(ev)
             if kind is _Resume:
@@ -503,13 +517,14 @@ class SocketLayer:
     READ, WRITE, LISTEN = "seda.io.read", "seda.io.write", "seda.io.listen"
 
     @classmethod
-    def of(cls, rt: Any) -> SocketLayer:
+    def of(cls, rt: Runtime) -> SocketLayer:
         try:
-            return rt.stage(cls.LISTEN).handler.layer
+            listen: _ListenStage = rt.stage(cls.LISTEN).handler
+            return listen.layer
         except KeyError:
             return cls(rt)
 
-    def __init__(self, rt: Any) -> None:
+    def __init__(self, rt: Runtime) -> None:
         self.rt, self.loop = rt, rt.loop
         stage = rt.add_stage
         self._reads = _ReadStage()
@@ -528,7 +543,7 @@ class SocketLayer:
         ``burst``); None lifts the limit. Load shedding at the edge (thesis 5.6.1)."""
         self._reads.limit = None if rate is None else TokenBucket(rate, burst)
 
-    def call(self, fn: Any, *args: Any) -> None:
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the loop thread: now if this is it, else soon."""
         if self.loop.in_loop_thread() or not self.loop.running():
             fn(*args)
@@ -537,7 +552,7 @@ class SocketLayer:
 
     # -- listening -------------------------------------------------------------------------------
 
-    def listen(self, address: tuple, owner: Any, *, backlog: int = 1024,
+    def listen(self, address: tuple[Any, ...], owner: Sink, *, backlog: int = 1024,
                ssl_context: ssl.SSLContext | None = None, reuse_port: bool = False,
                max_pending: int | None = MAX_PENDING, overflow: str = "reject",
                half_close: bool = False, sock: socket.socket | None = None) -> Listener:
@@ -640,7 +655,8 @@ class SocketLayer:
 
     # -- connections -----------------------------------------------------------------------------
 
-    def connect(self, address: tuple, owner: Any, *, ssl_context: ssl.SSLContext | None = None,
+    def connect(self, address: tuple[Any, ...], owner: Sink, *,
+                ssl_context: ssl.SSLContext | None = None,
                 server_hostname: str | None = None, max_pending: int | None = MAX_PENDING,
                 overflow: str = "reject") -> Connection:
         """Connect to ``address``; ``Connected`` or ``Failed`` arrives at ``owner``. Data may be
@@ -654,7 +670,8 @@ class SocketLayer:
         self.call(self._start_connect, conn, address, options)
         return conn
 
-    def _start_connect(self, conn: Connection, address: tuple, options: dict) -> None:
+    def _start_connect(self, conn: Connection, address: tuple[Any, ...],
+                       options: dict[str, Any]) -> None:
         code = conn.sock.connect_ex(address)
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
             conn._teardown(OSError(code, os.strerror(code)))
@@ -671,7 +688,7 @@ class SocketLayer:
 
         self.loop.add_writer(conn.fd, writable)
 
-    def _adopt(self, sock: socket.socket, peer: Any, owner: Any, options: dict,
+    def _adopt(self, sock: socket.socket, peer: Any, owner: Sink, options: dict[str, Any],
                server_side: bool) -> None:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -681,7 +698,8 @@ class SocketLayer:
         self.connections.add(conn)
         self._established(conn, options, server_side)
 
-    def _established(self, conn: Connection, options: dict, server_side: bool) -> None:
+    def _established(self, conn: Connection, options: dict[str, Any],
+                     server_side: bool) -> None:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
         conn._reader = functools.partial(self._readable, conn)
         self.loop.add_reader(conn.fd, conn._reader)

@@ -52,7 +52,7 @@ class TLSSession:
             parts.append(chunk)
         return b"".join(parts)
 
-    def send(self, data: bytes) -> bytes:
+    def send(self, data: bytes | bytearray | memoryview) -> bytes:
         """Encrypt ``data`` (may be empty) and return all ciphertext waiting to go out."""
         view = memoryview(data)
         while view:

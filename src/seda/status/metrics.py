@@ -9,8 +9,11 @@ go up, and ``sum without (worker) (rate(...))`` is the whole server's rate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 _STAGE = {                  # rt.stats() key -> (metric, help, is a counter)
     "queue": ("seda_stage_queue", "Events waiting", False),
@@ -30,16 +33,17 @@ class Metrics:
     metrics, ``http`` says whether it has HTTP traffic to show; with ``labelled``, a worker
     label."""
 
-    def __init__(self, workers: Callable[[], list[dict]], service: str, http: bool,
+    def __init__(self, workers: Callable[[], list[dict[str, Any]]], service: str, http: bool,
                  labelled: bool) -> None:
         self.workers, self.service, self.http, self.labelled = workers, service, http, labelled
 
-    def collect(self) -> Any:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         worker = ["worker"] if self.labelled else []
 
-        def family(name: str, text: str, counter: bool, labels: list[str]) -> Any:
+        def family(name: str, text: str, counter: bool,
+                   labels: list[str]) -> CounterMetricFamily | GaugeMetricFamily:
             kind = CounterMetricFamily if counter else GaugeMetricFamily
             return kind(name, text, labels=[*worker, *labels])
 
@@ -76,7 +80,7 @@ class Metrics:
             yield from (conns, responses, failed)
 
 
-def exposition(workers: Callable[[], list[dict]], service: str, http: bool, labelled: bool
+def exposition(workers: Callable[[], list[dict[str, Any]]], service: str, http: bool, labelled: bool
                ) -> Callable[[], tuple[bytes, str]] | None:
     """A function returning the metrics text and its content type (see ``Metrics``); None
     without prometheus-client (an extra: pip install pyseda[status])."""

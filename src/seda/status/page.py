@@ -46,7 +46,7 @@ def _num(n: float) -> str:
     return f"{n:,.0f}".replace(",", "\u2009")       # thin space: 12 345
 
 
-def _detail(s: dict) -> str:
+def _detail(s: dict[str, Any]) -> str:
     return f"threads {s['threads']} · queue {s['queue']}"
 
 
@@ -54,7 +54,7 @@ def _text_width(text: str, size: int) -> float:
     return len(text) * CHAR * size
 
 
-def graph_svg(stages: dict[str, dict], graph: list[tuple[str, str, int]]) -> str:
+def graph_svg(stages: dict[str, dict[str, Any]], graph: list[tuple[str, str, int]]) -> str:
     """The stage graph, laid out in layers (``layout``): a box per stage with its threads and
     queue (amber while events wait), an arrow per edge labelled with its events."""
     sizes = {name: (max(_text_width(name, FONT), _text_width(_detail(s), SMALL)) + 2 * PAD,
@@ -104,7 +104,7 @@ def _row(cells: list[Any], cls: str = "") -> str:
     return f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
-def traffic_table(traffic: dict, http: bool = True) -> str:
+def traffic_table(traffic: dict[str, Any], http: bool = True) -> str:
     """Requests, responses by class and code, errors and the other counts: over the window
     and since the start, side by side. Without ``http``, only the errors there are: handler
     exceptions."""
@@ -133,7 +133,7 @@ def traffic_table(traffic: dict, http: bool = True) -> str:
             f'<th>since start</th></tr>{"".join(rows)}</table>')
 
 
-def workers_table(workers: list[dict]) -> str:
+def workers_table(workers: list[dict[str, Any]]) -> str:
     head = ("worker (pid)", "up", "connections", "requests/s", "errors, last minute",
             "responses", "threads", "queued", "reported")
     rows = []
@@ -153,7 +153,7 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
-def stages_table(stages: dict[str, dict]) -> str:
+def stages_table(stages: dict[str, dict[str, Any]]) -> str:
     head = ("stage", "runs on", "queue", "threads", "batch", "processed", "rejected", "errors",
             "service p90 ms", "response p90 ms", "admission rate / limit")
     rows = []
@@ -176,7 +176,7 @@ tr.errors td,b.errors{color:#b00020}tr.code td{color:#555}tr.c5 td:first-child{c
 #graph{overflow-x:auto;margin-bottom:1em}"""
 
 
-def page(doc: dict) -> bytes:
+def page(doc: dict[str, Any]) -> bytes:
     """The page for a status document (``Status.document``)."""
     traffic, http = doc["traffic"], doc["http"] is not None
     errors = traffic["recent"]["errors"]["total"]

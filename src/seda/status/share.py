@@ -49,15 +49,16 @@ def forget_worker(directory: str, pid: int) -> None:
         os.remove(worker_file(directory, pid))
 
 
-def read_server(directory: str) -> dict | None:
+def read_server(directory: str) -> dict[str, Any] | None:
     try:
         with open(os.path.join(directory, SERVER)) as f:
-            return json.load(f)
+            server: dict[str, Any] = json.load(f)
+            return server
     except (OSError, ValueError):
         return None
 
 
-def read_workers(directory: str, skip: int) -> list[dict]:
+def read_workers(directory: str, skip: int) -> list[dict[str, Any]]:
     """Every worker's snapshot but ``skip``'s, if written in the last ``STALE`` seconds."""
     found, now = [], time.time()
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
@@ -80,7 +81,7 @@ class Publish:
 
     __slots__ = ("snapshot",)
 
-    def __init__(self, snapshot: dict) -> None:
+    def __init__(self, snapshot: dict[str, Any]) -> None:
         self.snapshot = snapshot
 
 
@@ -89,7 +90,7 @@ class Peers:
 
     __slots__ = ("server", "snapshots")
 
-    def __init__(self, server: dict | None, snapshots: list[dict]) -> None:
+    def __init__(self, server: dict[str, Any] | None, snapshots: list[dict[str, Any]]) -> None:
         self.server, self.snapshots = server, snapshots
 
 
@@ -100,10 +101,10 @@ class Share(seda.EventHandler):
         self.directory, self.reply_to = directory, reply_to
         self.path = worker_file(directory, os.getpid())
 
-    def init(self, ctx: Any) -> None:
+    def init(self, ctx: seda.StageContext) -> None:
         self.reply = ctx.runtime.sink(self.reply_to)
 
-    def handle_events(self, events: list) -> None:
+    def handle_events(self, events: list[Publish]) -> None:
         try:
             write_json(self.path, events[-1].snapshot)      # only the latest matters
         except OSError:

@@ -23,7 +23,7 @@ def counters(stats: dict[str, Any], http: str | None) -> dict[str, float]:
     """The cumulative counters followed, flat: responses by status (``"200"``), the HTTP
     stage's other counts (``shed``, ``dropped``..., whatever ``HttpServer.stats`` adds later),
     and the handler exceptions of every stage. ``http`` None: a service without HTTP."""
-    own = stats.get(http, {}).get("handler") or {}
+    own = _http_counts(stats, http)
     flat: dict[str, float] = {str(code): n for code, n in (own.get("responses") or {}).items()}
     for key, value in own.items():
         if key not in GAUGES and isinstance(value, int | float) and not isinstance(value, bool):
@@ -33,7 +33,16 @@ def counters(stats: dict[str, Any], http: str | None) -> dict[str, float]:
 
 
 def connections(stats: dict[str, Any], http: str | None) -> int:
-    return (stats.get(http, {}).get("handler") or {}).get("connections", 0)
+    open_now: int = _http_counts(stats, http).get("connections", 0)
+    return open_now
+
+
+def _http_counts(stats: dict[str, Any], http: str | None) -> dict[str, Any]:
+    """The HTTP stage's own counters (its handler's stats); none without an HTTP stage."""
+    if http is None:
+        return {}
+    counts: dict[str, Any] = stats.get(http, {}).get("handler") or {}
+    return counts
 
 
 class Traffic:
@@ -47,7 +56,8 @@ class Traffic:
     def sample(self, now: float, counts: dict[str, float]) -> None:
         self.samples.append((now, counts))
 
-    def summary(self, now: float, counts: dict[str, float], open_connections: int) -> dict:
+    def summary(self, now: float, counts: dict[str, float],
+                open_connections: int) -> dict[str, Any]:
         """``connections`` open now, ``window_s`` the seconds looked back (less than a minute
         just after the start), ``requests_per_s`` over them, and under ``recent`` and
         ``total`` the counts (see ``tally``) over the window and since the start."""
@@ -64,7 +74,7 @@ class Traffic:
                 "recent": low, "total": tally(counts)}
 
 
-def tally(flat: dict[str, float]) -> dict:
+def tally(flat: dict[str, float]) -> dict[str, Any]:
     """``requests`` (responses of any status), ``responses`` by code, ``classes`` (2xx...),
     ``errors`` (5xx, lost responses, handler exceptions, and their ``total``) and ``counts``:
     the HTTP stage's other counters (shed, timeouts, refused...)."""
