@@ -52,7 +52,8 @@ class Status(seda.EventHandler):
                              "a digit (it prefixes the Prometheus metric names)")
         self.runtime, self.service, self.http, self.shared = rt, service, http, shared
         self.name = f"{service}.status"
-        self.sink: seda.Sink | None = None          # set by add_status
+        self.sink: seda.Sink | None = None          # set by add_status (and init: see there)
+        self.share: seda.Sink | None = None         # set by add_status, with a share_dir
         self.listener: Listener | None = None      # the page's own address, if it has one
         self.server: dict[str, Any] | None = None  # the supervisor's file, with workers
         self.peers: list[dict[str, Any]] = []
@@ -74,7 +75,8 @@ class Status(seda.EventHandler):
         return None if self.listener is None else self.listener.address[:2]
 
     def init(self, ctx: seda.StageContext) -> None:
-        self.share = self.runtime.sink(f"{self.name}.share") if self.shared else None
+        # on a running runtime this runs inside add_stage, before add_status has the sink
+        self.sink = ctx.stage.sink
         self.started = time.time()
         self.metrics = exposition(self.workers, self.service, self.http is not None,
                                   labelled=self.shared)
@@ -94,9 +96,8 @@ class Status(seda.EventHandler):
         self.traffic.sample(time.monotonic(), counters(stats, self.http))
         if self.share is not None:
             self.share.enqueue_lossy(Publish(self.snapshot(stats)))
-        # set by add_status, but only once add_stage returns: on a running runtime init (and
-        # this) runs before that, sink is None and sampling stops (a bug, kept as it was)
-        self.runtime.timer.schedule(EVERY, self.sink, _SAMPLE)  # type: ignore[arg-type]
+        assert self.sink is not None           # init has run: it scheduled this
+        self.runtime.timer.schedule(EVERY, self.sink, _SAMPLE)
 
     def snapshot(self, stats: dict[str, Any]) -> dict[str, Any]:
         """This process now: what a worker publishes, and its part of every answer."""
@@ -177,8 +178,9 @@ def add_status(rt: seda.Runtime, service: str, *, http: str | None = "http",
     ``Status.sink`` from the service's own HTTP routing, or call ``Status.serve(address)``."""
     status = Status(rt, service, http, shared=share_dir is not None)
     status.sink = rt.add_stage(status.name, status, blocking=False).sink
-    if share_dir is not None:
-        rt.add_stage(f"{status.name}.share", Share(share_dir, status.name), threads=1, batch=8)
+    if share_dir is not None:      # (after: its init looks the status stage up)
+        status.share = rt.add_stage(f"{status.name}.share", Share(share_dir, status.name),
+                                    threads=1, batch=8).sink
     return status
 
 

@@ -173,3 +173,13 @@ def test_the_page_renders_in_headless_chromium(runtime, tmp_path):
     assert dom.count('class="label"') >= 4               # and a label per edge
     for stage in stages:
         assert f">{stage}<" in dom
+
+
+def test_a_status_page_added_to_a_running_runtime_keeps_sampling(runtime, tmp_path):
+    """Its init runs inside add_stage there, before add_status returns: it must find its own
+    sink and the share stage's by itself (sampling once stopped after the first sample)."""
+    runtime.start()
+    status = add_status(runtime, "late", http=None, share_dir=str(tmp_path))
+    stage = runtime.stage("late.status")
+    until(lambda: stage.processed, lambda n: n >= 2)    # a sample a second, through its sink
+    assert status.share is not None and list(tmp_path.iterdir())   # its snapshot was shared
