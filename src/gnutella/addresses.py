@@ -46,7 +46,7 @@ def dialable(host: str, port: int) -> bool:
         ip = ipaddress.ip_address(host)
     except ValueError:
         return False
-    return not (ip.is_unspecified or ip.is_multicast or ip.is_reserved)
+    return not (ip.is_unspecified or ip.is_multicast or (ip.is_reserved and not ip.is_loopback))
 
 
 def hostport(host: str, port: int) -> str:

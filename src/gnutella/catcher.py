@@ -3,10 +3,9 @@
 It holds at least ``outgoing`` connections of our own open (the thesis's 4), besides whatever
 connects to us: whenever fewer are up or on their way, it asks the server to ``Dial`` hosts
 from the host cache, the ``--peer`` hosts first. A host that fails is retried later, the delay
-doubling each time (``HostCache.failed``); one that worked and closed is rested a little before
-it is dialed again. Hosts come into the cache from pongs (the router) and X-Try headers (the
-server); the catcher loads the cache's file at its start and saves it now and then and at its
-end.
+doubling each time (``HostCache.failed``); one that worked and closed waits as long as after a
+first failure before it is dialed again. Hosts come into the cache from pongs (the router) and
+X-Try headers (the server); the catcher saves the cache's file now and then and at its end.
 
 Runs on the loop thread; it wakes once a ``period``, or sooner when a host's backoff ends or
 one of its connections goes down.
@@ -27,9 +26,6 @@ from .hostcache import HostCache
 from .neighbours import Neighbours
 
 log = logging.getLogger("gnutella")
-
-REST = 10.0                   # seconds before redialing a host whose connection worked, then went
-
 
 class _Tick:
     """Timer -> catcher: look at the connections."""
@@ -71,7 +67,9 @@ class GnutellaCatcher(seda.EventHandler):
             self.dialing.discard(ev.address)
             if ev.worked:
                 self.up -= 1
-                self.hosts.succeeded(ev.address, now, rest=REST)
+                # rested as long as a first failure waits: a host that accepts and hangs up
+                # is not dialed in a loop
+                self.hosts.succeeded(ev.address, now, rest=self.hosts.retry[0])
             else:
                 self.failed += 1
                 self.hosts.failed(ev.address, now)
