@@ -78,8 +78,11 @@ def build(rt: seda.Runtime, options: Options) -> Service:
                                 query_delay=options.query_delay, max_ttl=options.max_ttl)
         threads = (1 if options.router_threads == 1
                    else ThreadPoolController(max=options.router_threads))
-        rt.add_stage(ROUTER, router, threads=threads, predicate=QueueThreshold(
-            options.router_queue))
+        # A query that sleeps holds its whole batch: with a delay the router takes one
+        # descriptor at a time, so that what waits behind a sleeping query is in the queue,
+        # where the pool sees it and another thread takes it.
+        rt.add_stage(ROUTER, router, threads=threads, batch=1 if options.query_delay else 64,
+                     predicate=QueueThreshold(options.router_queue))
         stage = rt.add_stage(SERVER, server, blocking=False, batch=256)
         rt.add_stage(CATCHER, GnutellaCatcher(hosts, neighbours, outgoing=options.outgoing,
                                               own=address, path=options.hostcache),
