@@ -43,6 +43,7 @@ _CONNECT = re.compile(r"GNUTELLA CONNECT/(\d+)\.(\d+)")
 _STATUS = re.compile(r"GNUTELLA/(\d+)\.(\d+)\s+(\d{3})\s*(.*)")
 _OK_04 = "GNUTELLA OK"
 _OK = "GNUTELLA/0.6 200 OK"
+_MAGIC = b"GNUTELLA"       # every step starts so: anything else is refused at its first bytes
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ class _Handshake:
             raise RuntimeError("the handshake is over")
         buf = self._buf
         buf += data
+        if buf[:len(_MAGIC)] != _MAGIC[:len(buf)]:
+            # an HTTP request, a TLS hello, a port scan: said at once, not at the deadline
+            raise ProtocolError(f"not a Gnutella {self._expected()}: {bytes(buf[:40])!r}")
         end = block_end(buf, max(0, self._searched - 2))
         limit = self.settings.max_header_bytes
         if end < 0 or end > limit:
@@ -112,6 +116,9 @@ class _Handshake:
         del buf[:end]
         self._searched = 0
         return block
+
+    def _expected(self) -> str:
+        return "handshake answer"
 
     def _rest(self) -> bytes:
         rest = bytes(self._buf)
@@ -136,6 +143,9 @@ class Acceptor(_Handshake):
         super().__init__(settings or Settings())
         self.peer: PeerInfo | None = None
         self._deflate_out = False
+
+    def _expected(self) -> str:
+        return "connection request" if self.state == _READING else "handshake answer"
 
     def receive(self, data: bytes) -> list[Event]:
         if self.state == _DECIDING:

@@ -32,6 +32,8 @@ _UNKNOWN = (UnknownDescriptor, 0)
 class DescriptorParser:
     """Feed it what a connection received; it returns whole descriptors."""
 
+    __slots__ = ("_failure", "_need", "_pending", "_pending_size", "max_payload")   # one per peer
+
     def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         self.max_payload = max_payload
         self._pending: list[bytes] = []   # received bytes not yet parsed, in order

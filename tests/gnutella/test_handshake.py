@@ -256,6 +256,16 @@ def test_not_a_handshake_answer(answer):
         c.receive(answer)
 
 
+@pytest.mark.parametrize("start", [b"\x16\x03\x01\x02\x00", b"GET / HT", b"GNUTELLX"])
+def test_what_cannot_become_a_handshake_is_refused_at_its_first_bytes(start):
+    with pytest.raises(ProtocolError, match="not a Gnutella connection request"):
+        Acceptor(US).receive(start)                 # no need to wait for a whole block
+    c = Connector(US)
+    c.start()
+    with pytest.raises(ProtocolError, match="not a Gnutella handshake answer"):
+        c.receive(start)
+
+
 def test_unsupported_content_encoding():
     c = Connector(US)
     with pytest.raises(ProtocolError, match="unsupported Content-Encoding 'gzip'"):

@@ -1,5 +1,8 @@
 """``/_seda/metrics``: the status in Prometheus's text format, read when scraped. Stage metrics
-are ``seda_stage_*``; the service's own are prefixed with its name (``haboob_http_*``).
+are ``seda_stage_*``; the service's own are prefixed with its name (``haboob_http_*``). What a
+handler counts itself (``EventHandler.stats``) is ``seda_stage_handler{stage, name}``, one
+series per number, nested names joined by dots (``routed.query``): untyped, since only the
+handler knows which of its numbers are counters.
 
 With several workers every series carries a ``worker`` label (the process id) and every scrape,
 whichever worker answers it, has every live worker's series. Summed counters would go down
@@ -27,6 +30,17 @@ _STAGE = {                  # rt.stats() key -> (metric, help, is a counter)
 }
 
 
+def handler_values(stats: Any, prefix: str = "") -> list[tuple[str, float]]:
+    """The numbers in a handler's ``stats()``, flat: ``{"routed": {"query": 3}}`` ->
+    ``[("routed.query", 3)]``; anything that is not a number is left out."""
+    if isinstance(stats, dict):
+        return [pair for key, value in stats.items()
+                for pair in handler_values(value, f"{prefix}{key}.")]
+    if isinstance(stats, int | float) and not isinstance(stats, bool):
+        return [(prefix[:-1], stats)]
+    return []
+
+
 class Metrics:
     """A Prometheus collector over worker snapshots (``workers()``: the live ones, each with
     ``pid``, ``started``, ``stages`` and ``traffic``); ``service`` prefixes the service's own
@@ -38,7 +52,11 @@ class Metrics:
         self.workers, self.service, self.http, self.labelled = workers, service, http, labelled
 
     def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            UnknownMetricFamily,
+        )
 
         worker = ["worker"] if self.labelled else []
 
@@ -50,6 +68,8 @@ class Metrics:
         stage = {key: family(name, text, counter, ["stage"])
                  for key, (name, text, counter) in _STAGE.items()}
         rate = family("seda_stage_admission_rate", "Admission rate, events/s", False, ["stage"])
+        own = UnknownMetricFamily("seda_stage_handler", "What a stage's handler counts itself",
+                                  labels=[*worker, "stage", "name"])
         started = family(f"{self.service}_start_time_seconds",
                          "When the process started (Unix time)", False, [])
         conns = family(f"{self.service}_http_connections", "Open connections", False, [])
@@ -67,6 +87,8 @@ class Metrics:
                 admission = s.get("control", {}).get("admission", {})
                 if "rate" in admission:
                     rate.add_metric([*who, name], admission["rate"])
+                for key, value in handler_values(s.get("handler")):
+                    own.add_metric([*who, name, key], value)
             traffic = snap["traffic"]
             started.add_metric(who, snap["started"])
             conns.add_metric(who, traffic["connections"])
@@ -75,7 +97,7 @@ class Metrics:
             for reason, n in traffic["total"]["counts"].items():
                 failed.add_metric([*who, reason], n)
         yield from stage.values()
-        yield from (rate, started)
+        yield from (rate, own, started)
         if self.http:
             yield from (conns, responses, failed)
 

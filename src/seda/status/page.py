@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from .layout import layout
+from .metrics import handler_values
 
 FONT, SMALL = 12, 10          # px: stage names, and numbers (both monospace)
 CHAR = 0.62                   # a monospace character's width, in em (DejaVu, Liberation: 0.6)
@@ -167,6 +168,15 @@ def stages_table(stages: dict[str, dict[str, Any]]) -> str:
             f'{"".join(rows)}</table>')
 
 
+def counters_table(stages: dict[str, dict[str, Any]]) -> str:
+    """What each handler counts itself (``EventHandler.stats``): a service's own numbers."""
+    rows = [_row([html.escape(stage) if i == 0 else "", html.escape(key), _cell(value)])
+            for stage, s in stages.items()
+            for i, (key, value) in enumerate(handler_values(s.get("handler")))]
+    return (f'<table id="counters"><tr><th>stage</th><th>counter</th><th>value</th></tr>'
+            f'{"".join(rows)}</table>') if rows else ""
+
+
 _STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222}
 h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}
 #summary{font-size:1.1em;margin:.2em 0 1em}#summary b{font-size:1.2em}
@@ -193,6 +203,9 @@ def page(doc: dict[str, Any]) -> bytes:
     workers = ""
     if supervisor is not None:
         workers = f"<h2>Workers</h2>{workers_table(doc['workers'])}"
+    counters = counters_table(doc["stages"])
+    if counters:
+        counters = f"<h2>Counters</h2>{counters}"
     service = html.escape(doc["service"])
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
@@ -204,6 +217,7 @@ def page(doc: dict[str, Any]) -> bytes:
 <h2>Stages</h2>
 <div id="graph">{graph_svg(doc["stages"], doc["graph"])}</div>
 {stages_table(doc["stages"])}
+{counters}
 <p>Refreshes every 2 s. Whole service{" (all workers)" if supervisor else ""}.
 <a href="metrics">Prometheus metrics</a> · <a href="status.json">JSON</a> ·
 <a href="stats.json">stages JSON</a> · <a href="graph.dot">DOT</a></p>

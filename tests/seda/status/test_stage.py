@@ -142,6 +142,27 @@ def test_a_service_without_http_shows_its_stages_and_errors(runtime):
     assert b"router_start_time_seconds " in metrics and b"router_http_" not in metrics
 
 
+class Counting(seda.EventHandler):
+    """A handler with counters of its own, nested, and values that are no numbers."""
+
+    def stats(self):
+        return {"routed": {"query": 3, "ping": 1}, "connections": 2, "mode": "fast", "up": True}
+
+
+def test_a_handlers_own_counters_are_on_the_page_and_in_the_metrics(runtime):
+    status = add_status(runtime, "router", http=None)
+    runtime.add_stage("router.core", Counting())
+    status.serve(("127.0.0.1", 0))
+    runtime.start()
+    metrics = fetch(status.address, "/_seda/metrics")[1]
+    assert b'seda_stage_handler{name="routed.query",stage="router.core"} 3.0' in metrics
+    assert b'seda_stage_handler{name="connections",stage="router.core"} 2.0' in metrics
+    assert b'name="mode"' not in metrics and b'name="up"' not in metrics
+    page = fetch(status.address, "/_seda/")[1]
+    assert b"<h2>Counters</h2>" in page
+    assert b"<td>router.core</td><td>routed.query</td><td>3</td>" in page
+
+
 @pytest.mark.parametrize("service", ["my-service", "9lives", "", "a.b"])
 def test_a_service_name_must_prefix_metric_names(runtime, service):
     with pytest.raises(ValueError, match="prefixes the Prometheus metric names"):

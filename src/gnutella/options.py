@@ -1,0 +1,102 @@
+"""The router's configuration, for the Python API and the command line alike, checked when it
+is made: a wrong value fails here, naming the setting, not later in a stage."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from seda import ConfigError
+
+from .addresses import Address
+from .parser import DEFAULT_MAX_PAYLOAD
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where the router listens and what it bounds. Sizes in bytes, times in seconds."""
+
+    host: str = "127.0.0.1"
+    port: int = 6346                    # 0: any free port
+    peers: tuple[Address, ...] = ()     # hosts to keep connections to (dialed first, kept)
+    hostcache: str | None = None        # a file the known hosts survive restarts in
+    hostcache_size: int = 1000          # hosts remembered at most
+    max_connections: int = 32           # neighbours (and handshakes in progress) at most
+    outgoing: int = 4                   # connections the catcher keeps open (0: dial none)
+    retry: tuple[float, float] = (2.0, 600.0)   # first and longest wait to redial a host
+    query_delay: float = 0.0            # seconds each query sleeps (thesis 6.2.3; 0: off)
+    router_threads: int = 20            # the controller's most threads; 1: one thread
+    router_queue: int = 10_000          # descriptors waiting for the router before shedding
+    max_pending: int = 256 * 1024       # unsent bytes a connection may hold before it closes
+    max_payload: int = DEFAULT_MAX_PAYLOAD   # a larger descriptor closes its connection
+    max_ttl: int = 7                    # TTL + hops above it are trimmed
+    handshake_timeout: float = 10.0     # a handshake must finish within this
+    deflate: bool = True                # compress connections whose peer accepts deflate
+    user_agent: str = "pyseda-gnutella/0.1"
+    status: Address | None = None       # serve /_seda/ (page and metrics) here
+
+    def __post_init__(self) -> None:
+        _check(self, "host", isinstance(self.host, str) and bool(self.host), "an address")
+        _whole(self, "port", 0, 65535)
+        _check(self, "peers", isinstance(self.peers, tuple)
+               and all(_is_address(p) for p in self.peers), "a tuple of (host, port) pairs")
+        _whole(self, "hostcache_size", 1)
+        _whole(self, "max_connections", 1)
+        _whole(self, "outgoing", 0)
+        _check(self, "retry", isinstance(self.retry, tuple) and len(self.retry) == 2
+               and all(_number(t) and t > 0 for t in self.retry)
+               and self.retry[0] <= self.retry[1], "(first, longest) seconds > 0")
+        _check(self, "query_delay", _number(self.query_delay) and self.query_delay >= 0,
+               "seconds >= 0")
+        _whole(self, "router_threads", 1)
+        _whole(self, "router_queue", 1)
+        _whole(self, "max_pending", 1)
+        _whole(self, "max_payload", 1, 2**32 - 1)
+        _whole(self, "max_ttl", 1, 255)
+        _check(self, "handshake_timeout", _number(self.handshake_timeout)
+               and self.handshake_timeout > 0, "seconds > 0")
+        _check(self, "deflate", isinstance(self.deflate, bool), "true or false")
+        _check(self, "user_agent", isinstance(self.user_agent, str) and self.user_agent
+               and self.user_agent.isprintable(), "a printable name")
+        _check(self, "status", self.status is None or _is_address(self.status, any_port=True),
+               "a (host, port) pair")
+        if self.hostcache is not None:
+            self._check_hostcache()
+
+    def _check_hostcache(self) -> None:
+        path = os.path.abspath(self.hostcache)
+        if os.path.isdir(path):
+            raise ConfigError(f"hostcache: {self.hostcache} is a directory, not a file")
+        folder = os.path.dirname(path)
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            # it is saved by renaming a new file over it: the directory must be writable
+            raise ConfigError(f"hostcache: cannot write in {folder} (the host cache is "
+                              "replaced atomically there)")
+
+    @property
+    def bind(self) -> Address:
+        return self.host, self.port
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_address(value: Any, any_port: bool = False) -> bool:
+    return (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+            and isinstance(value[1], int) and not isinstance(value[1], bool)
+            and (0 if any_port else 1) <= value[1] <= 65535)
+
+
+def _check(options: Options, name: str, ok: Any, expected: str) -> None:
+    if not ok:
+        raise ConfigError(f"{name}: expected {expected}, got {getattr(options, name)!r}")
+
+
+def _whole(options: Options, name: str, low: int, high: int | None = None) -> None:
+    value = getattr(options, name)
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
+    _check(options, name, ok and (high is None or value <= high),
+           f"a whole number from {low} to {high}" if high is not None
+           else f"a whole number >= {low}")

@@ -1,0 +1,61 @@
+"""Thesis 6.2.2: a neighbour that stops reading must not make the router's memory grow. One
+servent never reads while another floods queries; the silent one is closed once its outgoing
+queue passes ``max_pending``, counted, and everyone else is served throughout, every query
+delivered; the process's memory grows by far less than what was sent its way."""
+
+from __future__ import annotations
+
+import threading
+
+from gnutella.descriptors import QUERY, encode_query
+from gnutella.events import SERVER
+
+from tests.helpers.servent import WAIT, Servent, handler_stats, running
+
+QUERIES = 6000
+PAYLOAD = 16 * 1024           # 96 MB of queries in all, each one also due to the silent servent
+WINDOW = 8                    # queries sent before waiting for them to arrive
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_a_servent_that_never_reads_is_closed_and_the_others_are_served():
+    with running(max_pending=256 * 1024) as (rt, service):
+        silent = Servent.connect(service.address, rcvbuf=4096)
+        flooder, reader = Servent.connect(service.address), Servent.connect(service.address)
+        for s in (silent, flooder, reader):
+            s.join()
+        queries = [encode_query("x" * PAYLOAD, ttl=2) for _ in range(QUERIES)]
+        received: list[bytes] = []
+        arrived = threading.Condition()
+
+        def read() -> None:
+            while len(received) < QUERIES:
+                got = reader.next()
+                if got.payload_type == QUERY:
+                    with arrived:
+                        received.append(got.guid)
+                        arrived.notify()
+
+        threading.Thread(target=read, daemon=True).start()
+        before = rss()
+        # As fast as the reader reads (a window of WINDOW queries): it is never the slow one.
+        for i in range(0, QUERIES, WINDOW):
+            flooder.send(*queries[i:i + WINDOW])
+            with arrived:
+                assert arrived.wait_for(lambda n=i + WINDOW: len(received) >= n, WAIT), (
+                    f"{len(received)} of {i + WINDOW} queries arrived")
+        grown = rss() - before
+        assert received == [q[:16] for q in queries]          # all of them, in order
+        assert grown < QUERIES * PAYLOAD / 3, f"RSS grew {grown / 2**20:.0f} MB"
+        assert silent.closed_by_router()
+        with Servent.connect(service.address) as later:
+            later.join()
+            stats = handler_stats(rt, SERVER)
+            assert stats["closed"] == {"slow reader": 1}
+            assert stats["connections"]["ultrapeers"] == 3     # flooder, reader, later
+        for s in (silent, flooder, reader):
+            s.close()
