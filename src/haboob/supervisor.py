@@ -85,6 +85,8 @@ class Supervisor:
         self.backoff = _RESTART_BACKOFF[0]
         self.started, self.replaced = time.time(), 0
         self.status_dir = tempfile.mkdtemp(prefix="haboob-status-") if share_status else None
+        self._wake_r = -1                     # signals as bytes (from start until stop)
+        self._wake_w: int | None = None
         if self.status_dir is not None:
             self.argv = [*argv, "--status-dir", self.status_dir]
             self._publish()
@@ -97,6 +99,7 @@ class Supervisor:
 
     def start(self) -> bool:
         """Start every worker and wait until all listen; False (all stopped) if one cannot."""
+        self._catch_signals()
         for _ in range(self.count):
             self._spawn()
         deadline = time.monotonic() + READY_TIMEOUT
@@ -111,20 +114,28 @@ class Supervisor:
 
     def run(self) -> None:
         """Until SIGTERM or SIGINT: restart dead workers, pass SIGHUP on, then stop them all."""
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_w, False)
-        signal.set_wakeup_fd(wake_w)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(sig, lambda *_: None)     # the wakeup fd carries the signal number
-        try:
-            while self._serve_round(wake_r):
-                pass
-        finally:
-            signal.set_wakeup_fd(-1)
-            os.close(wake_r)
-            os.close(wake_w)
+        while self._serve_round(self._wake_r):
+            pass
         say("stopping: draining the workers")
         self.stop()
+
+    def _catch_signals(self) -> None:
+        """From here on a signal is a byte on a pipe that ``run`` reads: one that arrives while
+        the workers start (or the instant the banner is out) is acted on, never the default
+        that would kill the supervisor and orphan its workers."""
+        self._wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        self._wake_w = wake_w
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, lambda *_: None)     # the wakeup fd carries the signal number
+
+    def _release_signals(self) -> None:
+        if self._wake_w is not None:
+            signal.set_wakeup_fd(-1)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_w = None
 
     def _serve_round(self, wake_r: int) -> bool:
         """Wait for a signal, a worker becoming ready or a restart falling due; False to stop."""
@@ -192,3 +203,4 @@ class Supervisor:
         self.workers.clear()
         if self.status_dir is not None:
             shutil.rmtree(self.status_dir, ignore_errors=True)
+        self._release_signals()

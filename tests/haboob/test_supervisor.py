@@ -125,6 +125,16 @@ def test_sigterm_finishes_requests_in_flight_then_exits(run, workers):
         h.get("/")
 
 
+def test_sigterm_the_instant_the_banner_is_out_drains_and_exits_0(run):
+    """The supervisor catches signals before its workers start: a SIGTERM right after the
+    banner once found the default action still in place, killed the supervisor (status -15)
+    and left its workers to notice they were orphans."""
+    for _ in range(3):
+        h = run("--workers", "2")
+        h.proc.send_signal(signal.SIGTERM)
+        assert h.proc.wait(WAIT) == 0
+
+
 def test_sighup_reopens_the_access_log(run, tmp_path):
     h = run("--access-log", "access.log")
     log, rotated = tmp_path / "access.log", tmp_path / "access.log.1"
