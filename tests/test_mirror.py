@@ -10,7 +10,8 @@ from pathlib import Path
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 MIRRORED = {"seda": ROOT / "src" / "seda", "haboob": ROOT / "src" / "haboob",
-            "gnutella": ROOT / "src" / "gnutella", "benchmarks": ROOT / "benchmarks"}
+            "gnutella": ROOT / "src" / "gnutella", "arashi": ROOT / "src" / "arashi",
+            "benchmarks": ROOT / "benchmarks"}
 # test files that may not follow the rule yet, each with why; listed files must exist
 WAITING: dict[str, str] = {}
 

@@ -1,0 +1,143 @@
+"""The SMTP receiving stage: runs each connection's ``smtp.SMTPServer`` on the loop thread,
+fed by the socket layer, and sends its questions (is this a user? store this message) to the
+delivery stage, reading nothing more from that client until the answer is back.
+
+Time limits are kept here, not in the state machine: a client silent for ``timeout`` seconds
+between commands, or ``data_timeout`` within a message, gets 421 and is closed. While the
+server itself is busy answering, the clock does not run against the client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import seda
+from seda.io import Closed, Connected, Packet
+
+from .events import DELIVERY, Answer, Job
+from .smtp import Close, Limits, Mail, Recipient, Reply, SMTPServer
+
+log = logging.getLogger("arashi")
+
+
+class Session:
+    """One connection's conversation and its clock."""
+
+    __slots__ = ("closed", "conn", "last", "smtp", "timer")
+
+    def __init__(self, conn: Any, smtp: SMTPServer) -> None:
+        self.conn, self.smtp = conn, smtp
+        self.last = time.monotonic()
+        self.timer: Any = None
+        self.closed = False
+
+
+class _Expired:
+    __slots__ = ("session",)
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+
+class SMTPReceiver(seda.EventHandler):
+    def __init__(self, hostname: str, domains: frozenset[str], limits: Limits,
+                 timeout: float = 300.0, data_timeout: float = 180.0) -> None:
+        self.hostname, self.domains, self.limits = hostname, domains, limits
+        self.timeout, self.data_timeout = timeout, data_timeout
+        self.open = self.accepted = self.timeouts = self.busy = 0
+
+    def init(self, ctx: seda.StageContext) -> None:
+        self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
+        self.delivery = ctx.runtime.sink(DELIVERY)
+
+    def handle_event(self, ev: Any) -> None:
+        kind = type(ev)
+        if kind is Packet:
+            session = ev.conn.data
+            if session is not None and not session.closed:
+                session.last = time.monotonic()
+                self._carry_out(session, session.smtp.receive(ev.data))
+        elif kind is Answer:
+            self._answered(ev)
+        elif kind is Connected:
+            self._connected(ev.conn)
+        elif kind is Closed:
+            session = ev.conn.data
+            if session is not None and not session.closed:
+                session.closed = True
+                self.open -= 1
+                if session.timer is not None:
+                    session.timer.cancel()
+        elif kind is _Expired:
+            self._expired(ev.session)
+
+    def _connected(self, conn: Any) -> None:
+        self.accepted += 1
+        self.open += 1
+        session = conn.data = Session(conn, SMTPServer(self.hostname, self.domains, self.limits))
+        self._carry_out(session, session.smtp.start())
+        session.timer = self.timer.schedule(self.timeout, self.own, _Expired(session))
+
+    def _answered(self, ev: Answer) -> None:
+        session: Session = ev.session
+        if session.closed:
+            return                        # the client left meanwhile (the mail is stored)
+        smtp = session.smtp
+        session.last = time.monotonic()
+        if ev.failure is not None:
+            events = smtp.refuse(*ev.failure)
+        elif ev.stored:
+            events = smtp.stored()
+        else:
+            events = smtp.recipient(ev.who)
+        session.conn.resume_reading()
+        self._carry_out(session, events)
+
+    def _carry_out(self, session: Session, events: list[Any]) -> None:
+        out = []
+        while events:
+            more: list[Any] = []
+            for ev in events:
+                kind = type(ev)
+                if kind is Reply:
+                    out.append(ev.data)
+                elif kind is Recipient or kind is Mail:
+                    try:
+                        self.delivery.enqueue(Job(session, ev))
+                        session.conn.pause_reading()    # pipelined commands wait their turn
+                    except seda.SinkError:
+                        self.busy += 1
+                        more = session.smtp.refuse(451, "4.3.2 too busy, try again later")
+                elif kind is Close:
+                    self._send(session, out)
+                    out = []
+                    session.conn.close()
+            events = more
+        self._send(session, out)
+
+    def _send(self, session: Session, out: list[bytes]) -> None:
+        if out:
+            # closed: its Closed event is on its way
+            session.conn.enqueue_lossy(b"".join(out))
+
+    def _expired(self, session: Session) -> None:
+        if session.closed:
+            return
+        smtp = session.smtp
+        limit = self.data_timeout if smtp.in_data else self.timeout
+        left = session.last + limit - time.monotonic()
+        if smtp.waiting is None and left <= 0:
+            self.timeouts += 1
+            self._carry_out(session, smtp.timed_out())
+            session.timer = None
+            return
+        session.timer = self.timer.schedule(max(left, 0.0) if smtp.waiting is None else limit,
+                                            self.own, _Expired(session))
+
+    def stats(self) -> dict:
+        """Connections ``open`` now, ``accepted`` since the start, closed for ``timeouts``,
+        questions refused with 451 because the delivery stage was ``busy``."""
+        return {"open": self.open, "accepted": self.accepted, "timeouts": self.timeouts,
+                "busy": self.busy}

@@ -1,0 +1,110 @@
+"""Arashi's stage graph on a runtime (thesis 6.3, Fig. 43). For now the mail-in side:
+
+    seda.io (listen, read) -> arashi.smtp -> arashi.delivery (threads, database pool)
+                                          <-                -> seda.io write
+
+``build`` adds it to a runtime that has not started and listens. The web side (Haboob's
+stages and one stage per request type, issue 16) joins the same runtime here, over the same
+store, when it comes.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import seda
+from seda.control import QueueThreshold
+from seda.io import SocketLayer, bind_socket
+
+from .db import DatabaseError, Pool, database_url, open_pool
+from .delivery import Delivery
+from .events import DELIVERY, RECEIVER
+from .migrations import LATEST, migrate, version
+from .receiver import SMTPReceiver
+from .smtp import Limits
+from .store import MailStore
+
+
+def default_domains() -> tuple[str, ...]:
+    """``localhost`` and this machine's host name: the mail we take when no --domain is given."""
+    names = ["localhost"]
+    host = socket.gethostname().lower()
+    if host and host not in names:
+        names.append(host)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Options:
+    data: Path | None = None                          # the data directory, or
+    url: str | None = None                            # a database URL
+    smtp_bind: tuple[str, int] = ("127.0.0.1", 2525)
+    domains: tuple[str, ...] = field(default_factory=default_domains)
+    hostname: str = field(default_factory=socket.getfqdn)   # in the greeting
+    limits: Limits = field(default_factory=Limits)
+    timeout: float = 300.0                            # seconds between commands
+    data_timeout: float = 180.0                       # seconds between bytes of a message
+    delivery_threads: int = 4                         # and as many database connections
+    delivery_queue: int = 1000                        # questions waiting; past it: 451
+
+
+@dataclass
+class Service:
+    """What ``build`` made: the SMTP address, the store and its pool (close it after the
+    runtime has stopped)."""
+
+    smtp: tuple[str, int]
+    store: MailStore
+    pool: Pool
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def open_store(options: Options) -> tuple[Pool, MailStore]:
+    """The store of an initialised database, brought up to the latest schema; DatabaseError
+    when it was never initialised."""
+    url = database_url(options.data, options.url)
+    if options.data is not None and not Path(options.data).is_dir():
+        raise DatabaseError(f"{options.data} is no data directory (make one: arashi init DIR)")
+    pool = open_pool(url, size=options.delivery_threads + 1)
+    try:
+        if version(pool) == 0:
+            raise DatabaseError(f"{options.data or url} is not initialised "
+                                "(run: arashi init DIR)")
+        if version(pool) < LATEST:
+            migrate(pool)
+    except BaseException:
+        pool.close()
+        raise
+    return pool, MailStore(pool)
+
+
+def build(rt: seda.Runtime, options: Options) -> Service:
+    """Add the mail-in stages to ``rt`` and listen for SMTP. Raises DatabaseError or OSError
+    (one line each) when the store cannot be opened or the address bound."""
+    pool, store = open_store(options)
+    try:
+        try:
+            sock = bind_socket(options.smtp_bind)
+        except OSError as exc:
+            host, port = options.smtp_bind
+            raise OSError(f"cannot listen for SMTP on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+        try:
+            rt.add_stage(DELIVERY, Delivery(store), threads=options.delivery_threads, batch=1,
+                         predicate=QueueThreshold(options.delivery_queue))
+            receiver = SMTPReceiver(options.hostname, frozenset(options.domains),
+                                    options.limits, options.timeout, options.data_timeout)
+            stage = rt.add_stage(RECEIVER, receiver, blocking=False, batch=256)
+            SocketLayer.of(rt).listen(options.smtp_bind, stage.sink, sock=sock,
+                                      overflow="close")
+        except BaseException:
+            sock.close()
+            raise
+    except BaseException:
+        pool.close()
+        raise
+    return Service(sock.getsockname()[:2], store, pool)
