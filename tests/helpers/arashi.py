@@ -1,0 +1,48 @@
+"""What the Arashi tests share: a data directory with users, a running mail-in service, and
+the ``arashi`` command run from this checkout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import seda
+
+from arashi.db import database_url, open_pool
+from arashi.migrations import migrate
+from arashi.service import Options, Service, build
+from arashi.store import MailStore
+
+from tests.helpers import WAIT
+
+
+def new_store(data: Path) -> MailStore:
+    """A migrated store in ``data`` (its pool is closed by the caller: ``store.pool.close()``)."""
+    data.mkdir(parents=True, exist_ok=True)
+    pool = open_pool(database_url(data))
+    migrate(pool)
+    return MailStore(pool)
+
+
+@contextmanager
+def running(data: Path, **options: object) -> Iterator[Service]:
+    """The mail-in service on a free loopback port, over ``data``, stopped afterwards."""
+    opts = Options(data=data, smtp_bind=("127.0.0.1", 0), domains=("example.org", "localhost"),
+                   hostname="mx.example.org", **options)  # type: ignore[arg-type]
+    rt = seda.Runtime()
+    service = build(rt, opts)
+    rt.start()
+    try:
+        yield service
+    finally:
+        rt.stop(timeout=WAIT)
+        service.close()
+
+
+def arashi(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m arashi ARGS`` to its end."""
+    return subprocess.run([sys.executable, "-m", "arashi", *args], input=stdin,
+                          capture_output=True, text=True, timeout=WAIT * 3)
