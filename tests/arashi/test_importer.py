@@ -31,7 +31,7 @@ def test_an_mbox_is_imported_with_its_seen_flags(store, tmp_path):
     inbox = store.folder(alice, INBOX)
     one, two = store.messages(alice, inbox, sort="subject", descending=False)
     assert (one.subject, one.flags, two.flags) == ("one", "S", "")
-    assert store.message(alice, one.id).raw.endswith(b"\n\nFrom the start\n")
+    assert b"From the start" in store.message(alice, one.id).raw
 
 
 def test_a_maildir_goes_to_a_folder_made_for_it(store, tmp_path):
