@@ -1,0 +1,115 @@
+"""SMTP end to end: Python's smtplib, unchanged, delivers to the running stages over loopback,
+and what arrives in the store is what was sent."""
+
+from __future__ import annotations
+
+import smtplib
+import socket
+from email.message import EmailMessage
+
+import pytest
+
+from arashi.store import INBOX
+
+from tests.helpers import WAIT
+from tests.helpers.arashi import new_store, running
+
+
+@pytest.fixture
+def data(tmp_path):
+    store = new_store(tmp_path / "data")
+    store.add_user("alice", "pw")
+    store.add_user("bob", "pw")
+    store.pool.close()
+    return tmp_path / "data"
+
+
+def inbox(service, user: str) -> list:
+    store = service.store
+    uid = store.user_id(user)
+    folder = store.folder(uid, INBOX)
+    return [store.message(uid, m.id) for m in store.messages(uid, folder, limit=1000)]
+
+
+def client(service) -> smtplib.SMTP:
+    return smtplib.SMTP(*service.smtp, timeout=WAIT)
+
+
+def test_plain_8bit_multipart_and_dot_stuffed_mail_arrive_whole(data):
+    with running(data) as service, client(service) as smtp:
+        smtp.sendmail("x@else.test", ["alice@example.org"],
+                      b"Subject: plain\r\n\r\n.leading dot\r\n..two\r\n.\r\nend\r\n")
+        smtp.sendmail("x@else.test", ["alice@example.org"],
+                      "Subject: 8-bit\r\n\r\ncafé naïve\r\n".encode(), mail_options=["BODY=8BITMIME"])
+        m = EmailMessage()
+        m["From"], m["To"], m["Subject"] = "Bob <bob@else.test>", "alice@example.org", "parts"
+        m.set_content("text part")
+        m.add_attachment(b"\x00\x01" * 500, maintype="application", subtype="octet-stream",
+                         filename="a.bin")
+        smtp.send_message(m)
+        got = {msg.subject: msg for msg in inbox(service, "alice")}
+    assert got["plain"].raw == b"Subject: plain\r\n\r\n.leading dot\r\n..two\r\n.\r\nend\r\n"
+    assert got["8-bit"].raw.endswith("café naïve\r\n".encode())
+    assert got["parts"].sender == "Bob <bob@else.test>" and b"a.bin" in got["parts"].raw
+
+
+def test_a_multi_megabyte_message_and_malformed_mail(data):
+    big = b"Subject: big\r\n\r\n" + (b"y" * 76 + b"\r\n") * 60_000        # 4.6 MB
+    broken = b"Subject: \xff\xfe broken\r\nDate: never\r\nContent-Type: multipart/mixed\r\n\r\n--"
+    with running(data) as service, client(service) as smtp:
+        smtp.sendmail("x@else.test", ["bob@localhost"], big)
+        smtp.sendmail("x@else.test", ["bob@localhost"], broken)
+        bad, whole = sorted(inbox(service, "bob"), key=lambda m: m.size)
+    assert whole.raw == big and whole.subject == "big" and whole.size == len(big)
+    assert bad.raw == broken + b"\r\n" and bad.date is None        # smtplib ends the last line
+
+
+def test_one_message_to_two_users_and_a_refused_recipient(data):
+    with running(data) as service, client(service) as smtp:
+        refused = smtp.sendmail("x@else.test", ["alice@example.org", "nobody@example.org",
+                                                "bob@elsewhere.test", "BOB@localhost"],
+                                b"Subject: both\r\n\r\nhi\r\n")
+        assert {k: v[0] for k, v in refused.items()} == {"nobody@example.org": 550,
+                                                         "bob@elsewhere.test": 550}
+        with pytest.raises(smtplib.SMTPRecipientsRefused):
+            smtp.sendmail("x@else.test", ["nobody@example.org"], b"x")
+        assert [m.subject for m in inbox(service, "alice")] == ["both"]
+        assert [m.subject for m in inbox(service, "bob")] == ["both"]
+
+
+def test_a_message_over_the_size_limit_is_refused(data):
+    from arashi.smtp import Limits
+    with running(data, limits=Limits(max_size=10_000)) as service, client(service) as smtp:
+        smtp.ehlo()
+        assert smtp.esmtp_features["size"] == "10000"
+        with pytest.raises(smtplib.SMTPSenderRefused) as caught:   # smtplib sends SIZE=
+            smtp.sendmail("x@else.test", ["alice@example.org"], b"x" * 20_000)
+        assert caught.value.smtp_code == 552
+        smtp.rset()
+        assert smtp.mail("x@else.test")[0] == 250      # without SIZE=: refused after the data
+        assert smtp.rcpt("alice@example.org")[0] == 250
+        assert smtp.data((b"x" * 70 + b"\r\n") * 300)[0] == 552
+        assert inbox(service, "alice") == []
+
+
+def test_pipelined_commands_in_one_write(data):
+    with running(data) as service, socket.create_connection(service.smtp, WAIT) as sock:
+        sock.sendall(b"EHLO c\r\nMAIL FROM:<x@else.test>\r\nRCPT TO:<alice@example.org>\r\n"
+                     b"RCPT TO:<ghost@example.org>\r\nDATA\r\nSubject: piped\r\n\r\nhi\r\n.\r\n"
+                     b"QUIT\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        codes = [line[:3] for line in received.split(b"\r\n") if line[3:4] == b" "]
+        assert codes == [b"220", b"250", b"250", b"250", b"550", b"354", b"250", b"221"]
+        assert [m.subject for m in inbox(service, "alice")] == ["piped"]
+
+
+def test_a_silent_client_gets_421_and_is_closed(data):
+    with running(data, timeout=0.2, data_timeout=0.2) as service, \
+            socket.create_connection(service.smtp, WAIT) as sock:
+        sock.settimeout(WAIT)
+        received = b""
+        while chunk := sock.recv(65536):       # the greeting, then 421, then the close
+            received += chunk
+        assert received.startswith(b"220 ") and b"\r\n421 4.4.2" in received
