@@ -9,7 +9,7 @@ import pytest
 from arashi.importer import MailboxError, import_mailbox
 from arashi.store import INBOX
 
-from tests.helpers.arashi import new_store
+from tests.helpers.arashi_env import new_store
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi import new_store, running
+from tests.helpers.arashi_env import new_store, running
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from arashi.store import INBOX, NotFound, StoreError
 
-from tests.helpers.arashi import new_store
+from tests.helpers.arashi_env import new_store
 
 
 def mail(subject: str, sender: str = "Bob <bob@else.test>", date: str = "") -> bytes:

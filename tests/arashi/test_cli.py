@@ -1,0 +1,85 @@
+"""The ``arashi`` command as a user runs it: init, adduser, import, serve until TERM or INT,
+and one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import mailbox
+import signal
+import smtplib
+import subprocess
+import sys
+
+import pytest
+
+from arashi.store import INBOX
+
+from tests.helpers import WAIT
+from tests.helpers.arashi_env import arashi, new_store
+
+
+def test_init_adduser_and_import(tmp_path):
+    data = tmp_path / "mail"
+    done = arashi("init", str(data))
+    assert done.returncode == 0 and "initialised, schema version 1" in done.stdout
+    assert "up to date" in arashi("init", str(data)).stdout
+    done = arashi("adduser", "Alice", "--data", str(data), "--password-stdin", stdin="s3cret\n")
+    assert done.returncode == 0, done.stderr
+    again = arashi("adduser", "alice", "--data", str(data), "--password-stdin", stdin="x\n")
+    assert again.returncode == 1 and again.stderr == "arashi: there is a user alice already\n"
+    box = mailbox.mbox(tmp_path / "old.mbox")
+    box.add(b"Subject: imported\n\nx\n")
+    box.close()
+    done = arashi("import", "--user", "alice", "--data", str(data), "--mbox",
+                  str(tmp_path / "old.mbox"))
+    assert done.stdout == "imported 1 messages into alice's INBOX\n", done.stderr
+    store = new_store(data)
+    try:
+        alice = store.authenticate("alice", "s3cret")
+        assert alice is not None
+        (m,) = store.messages(alice, store.folder(alice, INBOX))
+        assert m.subject == "imported"
+    finally:
+        store.pool.close()
+
+
+@pytest.mark.parametrize("args", [
+    ["serve", "--data", "/nonexistent/arashi"],
+    ["adduser", "bad name", "--data", "DATA", "--password-stdin"],
+    ["adduser", "bob", "--data", "DATA", "--password-stdin"],          # empty password
+    ["import", "--user", "nobody", "--data", "DATA", "--mbox", "x"],
+    ["import", "--user", "alice", "--data", "DATA", "--maildir", "/nonexistent"],
+])
+def test_bad_input_is_one_line(tmp_path, args):
+    arashi("init", str(tmp_path))
+    arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
+    done = arashi(*[str(tmp_path) if a == "DATA" else a for a in args], stdin="")
+    assert done.returncode == 1
+    assert done.stderr.startswith("arashi: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_help_on_each_command():
+    for command in ([], ["init"], ["adduser"], ["import"], ["serve"]):
+        done = arashi(*command, "--help")
+        assert done.returncode == 0 and "usage: arashi" in done.stdout
+    assert "--smtp-bind" in arashi("serve", "--help").stdout
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
+    arashi("init", str(tmp_path))
+    arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
+    proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(tmp_path),
+                             "--smtp-bind", "127.0.0.1:0", "--domain", "example.org"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("arashi receiving mail on 127.0.0.1:"), line
+        host, port = line.split()[4].rsplit(":", 1)
+        with smtplib.SMTP(host, int(port), timeout=WAIT) as smtp:
+            smtp.sendmail("x@else.test", ["alice@example.org"], b"Subject: hi\r\n\r\nx\r\n")
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopping" in err

@@ -1,0 +1,67 @@
+"""The delivery stage says 250 only after the commit: a server killed before it leaves nothing
+half-stored, one killed after it has lost nothing (SMTP delivers at least once: the client,
+without its 250, sends again)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import WAIT
+from tests.helpers.arashi_env import new_store
+
+CRASH = Path(__file__).resolve().parents[1] / "helpers" / "arashi_crash.py"
+
+
+def reply(sock: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\r\n"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_a_crash_around_the_commit(tmp_path, moment):
+    store = new_store(tmp_path / "data")
+    alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
+    store.pool.close()
+    proc = subprocess.Popen([sys.executable, str(CRASH), moment, "--data",
+                             str(tmp_path / "data"), "--smtp-bind", "127.0.0.1:0",
+                             "--domain", "example.org"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        host, port = line.split()[4].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), WAIT) as sock:
+            sock.settimeout(WAIT)
+            assert reply(sock).startswith(b"220")
+            for command in (b"HELO c", b"MAIL FROM:<x@else.test>", b"RCPT TO:<alice@example.org>",
+                            b"RCPT TO:<bob@example.org>", b"DATA"):
+                sock.sendall(command + b"\r\n")
+                assert reply(sock)[:1] in (b"2", b"3")
+            sock.sendall(b"Subject: crash\r\n\r\nbody\r\n.\r\n")
+            assert proc.stdout.readline().strip() in ("inside the transaction", "committed")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(WAIT)
+            assert reply(sock) == b""             # no 250 was said
+    finally:
+        proc.kill()
+        proc.communicate(timeout=WAIT)
+    store = new_store(tmp_path / "data")
+    try:
+        with store.pool.transaction() as tx:
+            rows = tx.execute("SELECT user_id, subject FROM messages ORDER BY user_id").fetchall()
+    finally:
+        store.pool.close()
+    if moment == "before":
+        assert rows == []                         # nothing half-stored, for neither user
+    else:
+        assert rows == [(alice, "crash"), (bob, "crash")]
