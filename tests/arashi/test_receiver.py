@@ -40,7 +40,8 @@ def test_plain_8bit_multipart_and_dot_stuffed_mail_arrive_whole(data):
         smtp.sendmail("x@else.test", ["alice@example.org"],
                       b"Subject: plain\r\n\r\n.leading dot\r\n..two\r\n.\r\nend\r\n")
         smtp.sendmail("x@else.test", ["alice@example.org"],
-                      "Subject: 8-bit\r\n\r\ncafé naïve\r\n".encode(), mail_options=["BODY=8BITMIME"])
+                      "Subject: 8-bit\r\n\r\ncafé naïve\r\n".encode(),
+                      mail_options=["BODY=8BITMIME"])
         m = EmailMessage()
         m["From"], m["To"], m["Subject"] = "Bob <bob@else.test>", "alice@example.org", "parts"
         m.set_content("text part")

@@ -22,14 +22,14 @@ def main() -> int:
     if mode == "before":
         insert = MailStore._insert
 
-        def inserted(self, *a, **kw):       # noqa: ANN001, ANN002, ANN003
+        def inserted(self, *a, **kw):
             insert(self, *a, **kw)
             hold("inside the transaction")
         MailStore._insert = inserted
     else:
         deliver = MailStore.deliver
 
-        def delivered(self, *a, **kw):      # noqa: ANN001, ANN002, ANN003
+        def delivered(self, *a, **kw):
             deliver(self, *a, **kw)
             hold("committed")
         MailStore.deliver = delivered

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import seda
-
 from arashi.db import database_url, open_pool
 from arashi.migrations import migrate
 from arashi.service import Options, Service, build
