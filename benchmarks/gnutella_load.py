@@ -40,6 +40,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from benchmarks.results import result_path
+from benchmarks.serving import free_port, server
 from gnutella.descriptors import (
     PING,
     PONG,
@@ -54,9 +56,6 @@ from gnutella.descriptors import (
     encode_query_hit,
 )
 from gnutella.handshake import Connector, Established, Send, Settings
-
-from benchmarks.results import result_path
-from benchmarks.serving import free_port, server
 
 NAMES = {PING: "ping", PONG: "pong", QUERY: "query", QUERY_HIT: "query_hit", PUSH: "push"}
 MIX = {PING: 0.40, PONG: 0.30, QUERY: 0.15, QUERY_HIT: 0.10, PUSH: 0.05}
@@ -120,13 +119,14 @@ class LoadResult:
     def as_dict(self) -> dict[str, Any]:
         return {"rate": self.rate, "duration": self.duration, "connections": self.connections,
                 "sent": self.sent, "received": self.received, "lost": self.lost,
-                "latency": self.latency, "lag_ms": self.lag_ms, "cpu": self.cpu, "router": self.router}
+                "latency": self.latency, "lag_ms": self.lag_ms, "cpu": self.cpu,
+                "router": self.router}
 
 
 class Conn:
     """One connection: its socket, what waits to be sent, what was read and not yet cut."""
 
-    __slots__ = ("index", "inbuf", "out", "outbuf", "servent", "sock")
+    __slots__ = ("inbuf", "index", "out", "outbuf", "servent", "sock")
 
     def __init__(self, index: int, sock: socket.socket, servent: bytes) -> None:
         self.index, self.sock, self.servent = index, sock, servent
