@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   gnutella --bind 0.0.0.0:6346 --peer 203.0.113.5:6346 --hostcache ~/.gnutella-hosts
   gnutella --bind 127.0.0.1:6347 --peer 127.0.0.1:6346 --status 127.0.0.1:8001
   gnutella --query-delay-ms 20 --router-threads 1   the thesis's bottleneck, one thread
+  gnutella --query-delay-ms 20 --profile router.jsonl   then: python -m seda.model plan router.jsonl
 
 signals: TERM or INT stop it (the host cache is saved first).
 """
@@ -94,6 +95,12 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--status", type=_address(True), metavar="HOST:PORT",
                      help="serve the live status page (/_seda/) and Prometheus metrics "
                      "(/_seda/metrics) here")
+    cli.add_argument("--profile", metavar="FILE",
+                     help="append the runtime's stats (queues, threads, service times) to FILE "
+                     "as JSON lines, for python -m seda.profile plot and python -m seda.model "
+                     "plan")
+    cli.add_argument("--profile-interval", type=_seconds, metavar="SECONDS", default=1.0,
+                     help="seconds between --profile samples (default %(default)s)")
     cli.add_argument("--log-level", default="info",
                      choices=["debug", "info", "warning", "error"],
                      help="what is logged to standard error (default %(default)s: each "
@@ -101,8 +108,9 @@ def parser() -> argparse.ArgumentParser:
     return cli
 
 
-def parse(argv: list[str] | None) -> tuple[Options, str]:
-    """The command line -> (options, log level); a bad value exits 2 with its message."""
+def parse(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
+    """The command line -> (options, the parsed arguments); a bad value exits 2 with its
+    message."""
     cli = parser()
     args = cli.parse_args(argv)
     try:
@@ -114,7 +122,7 @@ def parse(argv: list[str] | None) -> tuple[Options, str]:
             handshake_timeout=args.handshake_timeout, status=args.status)
     except seda.ConfigError as exc:
         cli.error(str(exc))
-    return options, args.log_level
+    return options, args
 
 
 def say(message: str) -> None:
@@ -122,8 +130,8 @@ def say(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options, level = parse(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=level.upper(), format="gnutella: %(levelname)s %(message)s")
+    options, args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=args.log_level.upper(), format="gnutella: %(levelname)s %(message)s")
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
@@ -134,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         rt.stop()
         say(str(exc))
         return 1
+    if args.profile is not None:
+        try:
+            open(args.profile, "a").close()     # fail here, in one line, not in start()
+        except OSError as exc:
+            rt.stop()
+            say(f"cannot write the profile {args.profile}: {exc.strerror or exc}")
+            return 1
+        rt.start_profiler(args.profile, args.profile_interval)   # begins with start()
     rt.start()
     try:
         print(f"gnutella routing on {hostport(*service.address)}", flush=True)

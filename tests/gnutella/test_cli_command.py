@@ -72,12 +72,37 @@ def test_it_routes_serves_its_status_and_stops_cleanly(tmp_path, stop):
     assert cache.read_text().startswith("# pyseda gnutella host cache")
 
 
+def test_profile_samples_the_router_stage_for_the_model(tmp_path):
+    profile = tmp_path / "router.jsonl"
+    proc = gnutella("--bind", "127.0.0.1:0", "--outgoing", "0", "--profile", str(profile),
+                    "--profile-interval", "0.05")
+    try:
+        address = address_in(proc.stdout.readline(), "gnutella routing on ")
+        a, b = Servent.connect(address), Servent.connect(address)
+        a.join(), b.join()
+        a.send(encode_query("profiled", ttl=3))
+        b.next()
+        a.close(), b.close()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    samples = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert samples and all("gnutella.router" in s["stages"] for s in samples)
+    assert {"queue", "threads"} <= samples[-1]["stages"]["gnutella.router"].keys()
+    planned = subprocess.run([sys.executable, "-m", "seda.model", "plan", str(profile)],
+                             capture_output=True, text=True, timeout=WAIT)
+    assert planned.returncode == 0 and "gnutella.router" in planned.stdout, planned.stderr
+
+
 def test_help_shows_every_option():
     done = subprocess.run([sys.executable, "-m", "gnutella", "--help"], capture_output=True,
                           text=True, timeout=WAIT)
     assert done.returncode == 0
     for option in ("--bind", "--peer", "--hostcache", "--max-connections", "--query-delay-ms",
-                   "--status", "--router-threads", "--max-pending", "--handshake-timeout"):
+                   "--status", "--router-threads", "--max-pending", "--handshake-timeout",
+                   "--profile", "--profile-interval"):
         assert option in done.stdout
 
 
@@ -90,6 +115,8 @@ def test_help_shows_every_option():
     (["--query-delay-ms", "soon"], 2, "'soon' is not a whole number >= 0"),
     (["--handshake-timeout", "-1"], 2, "'-1' is not a number of seconds > 0"),
     (["--hostcache", "/no/such/dir/hosts"], 2, "hostcache: cannot write in /no/such/dir"),
+    (["--profile", "/no/such/dir/p.jsonl"], 1, "cannot write the profile /no/such/dir"),
+    (["--profile-interval", "0"], 2, "'0' is not a number of seconds > 0"),
     (["--bind", "192.0.2.1:6346"], 1, "cannot listen on 192.0.2.1:6346"),
     (["--peer", "no-such-host.invalid:6346"], 1, "cannot resolve no-such-host.invalid:6346"),
 ])
