@@ -34,7 +34,7 @@ def test_a_crash_around_the_commit(tmp_path, moment):
     alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
     store.pool.close()
     proc = subprocess.Popen([sys.executable, str(CRASH), moment, "--data",
-                             str(tmp_path / "data"), "--smtp-bind", "127.0.0.1:0",
+                             str(tmp_path / "data"), "--smtp-bind", "127.0.0.1:0", "--bind", "127.0.0.1:0",
                              "--domain", "example.org"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
