@@ -105,6 +105,7 @@ def _text(part: email.message.Message, notices: list[str]) -> str:
         notices.append(f"A part is not valid {clean(charset)[:60]}; characters that could not "
                        "be read are replaced.")
         text = data.decode(charset, "replace")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > MAX_TEXT:
         notices.append(f"A text part is {len(text)} characters long; the first {MAX_TEXT} "
                        "are shown.")

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 import jinja2
+from markupsafe import Markup
 
 from . import mime
 from .sessions import Session, Sessions
@@ -60,13 +61,19 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _clean(value: Any) -> Any:
+    if isinstance(value, Markup):       # made safe already; cleaning adds no markup
+        return Markup(mime.clean(value))
+    return mime.clean(value) if isinstance(value, str) else value
+
+
 def templates() -> jinja2.Environment:
     """Autoescaping on for every template; every value passes ``mime.clean`` on its way out
     (a stray surrogate from 8-bit mail would otherwise fail the page)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined,
-        finalize=lambda v: mime.clean(v) if isinstance(v, str) else v)
+        finalize=_clean)
     env.filters["date"], env.filters["size"] = _date, _size
     return env
 
@@ -129,8 +136,8 @@ class Web:
         if method == "POST":
             ctype = environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
             length = environ.get("CONTENT_LENGTH") or "0"
-            if ctype != "application/x-www-form-urlencoded" or not length.isdigit() \
-                    or int(length) > MAX_FORM:
+            if not length.isdigit() or int(length) > MAX_FORM or (
+                    int(length) and ctype != "application/x-www-form-urlencoded"):
                 raise Reply(400, "A form is expected here.")
             body = environ["wsgi.input"].read(int(length))
             form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=2000)
@@ -148,8 +155,8 @@ class Web:
                        form, cookies, environ.get("REMOTE_ADDR", ""),
                        environ.get("wsgi.url_scheme") == "https")
 
-    def page(self, name: str, req: Request, **values: Any) -> bytes:
-        return self.env.get_template(name).render(session=req.session, **values).encode()
+    def page(self, template: str, req: Request, **values: Any) -> bytes:
+        return self.env.get_template(template).render(session=req.session, **values).encode()
 
     def app(self, handler: Callable[[Web, Request], Any], *, login: bool = True,
             methods: tuple[str, ...] = ("GET", "HEAD")) -> WSGIApp:
