@@ -25,7 +25,7 @@ def clean(text: str) -> str:
     """``text`` with undecodable bytes (surrogate escapes) and control characters other than
     tab and newline replaced: always encodable, never a terminal or header trick."""
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return "".join(c if c in "\t\n" or c >= " " and c != "\x7f" else "\ufffd" for c in text)
+    return "".join(c if c in "\t\n" or (c >= " " and c != "\x7f") else "\ufffd" for c in text)
 
 
 def linkify(text: str) -> Markup:

@@ -6,6 +6,7 @@ user's (the store answers NotFound alike for another user's ids and for missing 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -143,10 +144,8 @@ class Web:
             form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=2000)
         cookies: dict[str, str] = {}
         cookie = SimpleCookie()
-        try:
+        with contextlib.suppress(CookieError):
             cookie.load(environ.get("HTTP_COOKIE", ""))
-        except CookieError:
-            pass
         cookies = {k: m.value for k, m in cookie.items()}
         path = environ.get("PATH_INFO", "/")
         path = path.encode("latin-1").decode("utf-8", "replace")

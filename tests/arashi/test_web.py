@@ -130,7 +130,7 @@ def test_failed_logins_are_slowed_per_account(site):
 
 
 def test_csrf_missing_or_wrong_is_refused(site):
-    server, _, ids = site
+    server, _, _ids = site
     client = log_in(server, "alice", "alice-pw")
     token = csrf(get(client, server.url + "/folders").text)
     for form in ({"action": "create-folder", "name": "Sneaky"},
@@ -170,7 +170,7 @@ def test_message_list_pages_and_sorts(site):
 
 
 def test_refile_and_delete_several(site):
-    server, data, ids = site
+    server, _data, ids = site
     client = log_in(server, "alice", "alice-pw")
     page = inbox_page(server, client, ids, "?sort=subject&order=asc&page=2")
     token = csrf(page.text)
@@ -249,7 +249,7 @@ def test_another_users_ids_are_not_found(site):
 
 
 def test_hostile_mail_is_rendered_inert(site):
-    server, _, ids = site
+    server, _, _ids = site
     client = log_in(server, "alice", "alice-pw")
     found = get(client, server.url + "/search", params={"q": "mallory"}).text
     mid = re.search(r'<a href="/message/(\d+)">&lt;script', found).group(1)
