@@ -1,5 +1,5 @@
 """The ``arashi`` command: make a data directory, add users, import mailboxes, and serve
-(for now: receive mail by SMTP; the web pages come next). Errors are one line that says what
+(web pages and SMTP in, together). Errors are one line that says what
 is wrong, never a traceback."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _positive(text: str) -> float:
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="arashi", description="Arashi, a web e-mail service on SEDA (Welsh's thesis, "
-        "section 6.3): a mail store, SMTP in, and (soon) mail read in a browser.",
+        "section 6.3): a mail store, SMTP in, and mail read in a browser.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = cli.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -82,10 +82,16 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--mbox", metavar="FILE")
     which.add_argument("--maildir", metavar="DIR")
 
-    serve = sub.add_parser("serve", help="receive mail by SMTP",
-                           description="Receive mail by SMTP for the users of DATA_DIR. "
-                           "(The web pages are to come.) TERM or INT stop it.")
+    serve = sub.add_parser("serve", help="serve the web pages and receive mail by SMTP",
+                           description="Serve web mail to the users of DATA_DIR and receive "
+                           "their mail by SMTP. TERM or INT stop it.")
     serve.add_argument("--data", required=True, metavar="DATA_DIR")
+    serve.add_argument("--bind", type=_address, default=("127.0.0.1", 8080),
+                       metavar="HOST:PORT",
+                       help="serve the web pages here (default 127.0.0.1:8080; port 0: any)")
+    serve.add_argument("--target-p90", type=_positive, metavar="MS",
+                       help="admission control: hold each request type's 90th-percentile "
+                       "response time near MS milliseconds, refusing (503) what would not be")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -161,7 +167,9 @@ def _serve(args: argparse.Namespace) -> None:
     logging.basicConfig(level=args.log_level.upper(), format="arashi: %(levelname)s %(message)s")
     options = Options(data=Path(args.data), smtp_bind=args.smtp_bind,
                       domains=tuple(args.domain or default_domains()),
-                      limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout)
+                      limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
+                      web_bind=args.bind, target_p90=None if args.target_p90 is None
+                      else args.target_p90 / 1000)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
@@ -176,7 +184,9 @@ def _serve(args: argparse.Namespace) -> None:
         host, port = service.smtp
         print(f"arashi receiving mail on {host}:{port} for {', '.join(options.domains)}",
               flush=True)
-        # the web side (issue 16) will print its URL here
+        if service.web is not None:
+            host, port = service.web
+            print(f"arashi serving web mail on http://{host}:{port}/", flush=True)
         while True:
             try:
                 signals.get(timeout=1.0)

@@ -54,6 +54,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX messages_by_sender ON messages (user_id, folder_id, sender);
         CREATE INDEX messages_by_subject ON messages (user_id, folder_id, subject)
     """),
+    Migration(2, "web sessions", """
+        CREATE TABLE sessions (
+            key_hash TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            csrf TEXT NOT NULL,
+            created REAL NOT NULL,
+            expires REAL NOT NULL
+        );
+        CREATE INDEX sessions_by_expiry ON sessions (expires)
+    """),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -1,11 +1,14 @@
-"""Arashi's stage graph on a runtime (thesis 6.3, Fig. 43). For now the mail-in side:
+"""Arashi's stage graph on a runtime (thesis 6.3, Fig. 43): mail in,
 
     seda.io (listen, read) -> arashi.smtp -> arashi.delivery (threads, database pool)
                                           <-                -> seda.io write
 
-``build`` adds it to a runtime that has not started and listens. The web side (Haboob's
-stages and one stage per request type, issue 16) joins the same runtime here, over the same
-store, when it comes.
+and, with ``web_bind``, the web pages (``router.py``): one stage per request type
+
+    seda.http -> arashi.http -> arashi.{login,folders,messages,show,search,act} (threads)
+
+``build`` adds them to a runtime that has not started and listens; both sides share the store
+and its connection pool.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from .delivery import Delivery
 from .events import DELIVERY, RECEIVER
 from .migrations import LATEST, migrate, version
 from .receiver import SMTPReceiver
+from .router import build_web
+from .sessions import LIFETIME, Sessions
 from .smtp import Limits
 from .store import MailStore
+from .web import Web
 
 
 def default_domains() -> tuple[str, ...]:
@@ -48,6 +54,10 @@ class Options:
     data_timeout: float = 180.0                       # seconds between bytes of a message
     delivery_threads: int = 4                         # and as many database connections
     delivery_queue: int = 1000                        # questions waiting; past it: 451
+    web_bind: tuple[str, int] | None = None           # serve the web pages here (None: not)
+    web_threads: int = 8                              # most threads per request type's stage
+    target_p90: float | None = None                   # seconds: admission control per stage
+    session_lifetime: float = LIFETIME                # seconds a session lives unused
 
 
 @dataclass
@@ -58,6 +68,7 @@ class Service:
     smtp: tuple[str, int]
     store: MailStore
     pool: Pool
+    web: tuple[str, int] | None = None
 
     def close(self) -> None:
         self.pool.close()
@@ -69,7 +80,10 @@ def open_store(options: Options) -> tuple[Pool, MailStore]:
     url = database_url(options.data, options.url)
     if options.data is not None and not Path(options.data).is_dir():
         raise DatabaseError(f"{options.data} is no data directory (make one: arashi init DIR)")
-    pool = open_pool(url, size=options.delivery_threads + 1)
+    size = options.delivery_threads + 1
+    if options.web_bind is not None:
+        size += options.web_threads
+    pool = open_pool(url, size=size)
     try:
         if version(pool) == 0:
             raise DatabaseError(f"{options.data or url} is not initialised "
@@ -104,7 +118,18 @@ def build(rt: seda.Runtime, options: Options) -> Service:
         except BaseException:
             sock.close()
             raise
+        web = None
+        if options.web_bind is not None:
+            site = Web(store, Sessions(pool, options.session_lifetime))
+            try:
+                listener = build_web(rt, site, options.web_bind, threads=options.web_threads,
+                                     target_p90=options.target_p90)
+            except OSError as exc:
+                host, port = options.web_bind
+                raise OSError(f"cannot listen for HTTP on {host}:{port}: "
+                              f"{exc.strerror or exc}") from None
+            web = listener.address[:2]
     except BaseException:
         pool.close()
         raise
-    return Service(sock.getsockname()[:2], store, pool)
+    return Service(sock.getsockname()[:2], store, pool, web)

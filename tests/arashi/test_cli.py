@@ -20,7 +20,7 @@ from tests.helpers.arashi_env import arashi, new_store
 def test_init_adduser_and_import(tmp_path):
     data = tmp_path / "mail"
     done = arashi("init", str(data))
-    assert done.returncode == 0 and "initialised, schema version 1" in done.stdout
+    assert done.returncode == 0 and "initialised, schema version 2" in done.stdout
     assert "up to date" in arashi("init", str(data)).stdout
     done = arashi("adduser", "Alice", "--data", str(data), "--password-stdin", stdin="s3cret\n")
     assert done.returncode == 0, done.stderr
@@ -69,7 +69,8 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
     arashi("init", str(tmp_path))
     arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
     proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(tmp_path),
-                             "--smtp-bind", "127.0.0.1:0", "--domain", "example.org"],
+                             "--smtp-bind", "127.0.0.1:0", "--bind", "127.0.0.1:0",
+                             "--domain", "example.org"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

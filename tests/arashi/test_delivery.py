@@ -35,11 +35,12 @@ def test_a_crash_around_the_commit(tmp_path, moment):
     store.pool.close()
     proc = subprocess.Popen([sys.executable, str(CRASH), moment, "--data",
                              str(tmp_path / "data"), "--smtp-bind", "127.0.0.1:0",
-                             "--domain", "example.org"],
+                             "--bind", "127.0.0.1:0", "--domain", "example.org"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         host, port = line.split()[4].rsplit(":", 1)
+        assert proc.stdout.readline().startswith("arashi serving web mail on ")
         with socket.create_connection((host, int(port)), WAIT) as sock:
             sock.settimeout(WAIT)
             assert reply(sock).startswith(b"220")

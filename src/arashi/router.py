@@ -1,0 +1,75 @@
+"""The web side's stage graph (thesis Fig. 43): seda.http's server stage parses requests, the
+router (on the loop thread) sends each to the stage of its request type by the first segment
+of its path, and each request type runs on its own thread pool, sized by a
+``ThreadPoolController`` and, with a target p90, guarded by the response-time admission
+controller (``ResponseTimeBound``, what Haboob's ``--target-p90`` uses). A request its stage
+refuses is answered 503 at once by the router, with a short page.
+
+    seda.http -> arashi.http -> arashi.login | arashi.folders | arashi.messages
+                                | arashi.show | arashi.search | arashi.act   (thread pools)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import seda
+from seda.control import ResponseTimeBound, ThreadPoolController
+from seda.http import Response, mount, serve
+
+from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, Web
+
+ROUTER = "arashi.http"
+# the first segment of a path -> its request type
+ROUTES = {"login": "login", "logout": "login", "": "folders", "folders": "folders",
+          "folder": "messages", "message": "show", "search": "search", "act": "act"}
+_BUSY = (b"<!doctype html><html><head><meta charset=utf-8><title>Busy</title></head><body>"
+         b"<h1>Busy</h1><p>Arashi has more to do than it can do quickly right now. Please try "
+         b"again in a moment.</p></body></html>")
+_MISSING = (b"<!doctype html><html><head><meta charset=utf-8><title>Not found</title></head>"
+            b"<body><h1>Not found</h1><p><a href=\"/folders\">Your folders</a></p></body></html>")
+_HTML = "text/html; charset=utf-8"
+
+
+def stage_name(kind: str) -> str:
+    return f"arashi.{kind}"
+
+
+class Router(seda.EventHandler):
+    """Sends each request to its request type's stage; 503 when that stage refuses it."""
+
+    def __init__(self, sinks: dict[str, Any]) -> None:
+        self.sinks = sinks
+        self.headers = [h for h in SECURITY_HEADERS if h[0] != "Cache-Control"]
+
+    def handle_event(self, req: Any) -> None:
+        path = req.path
+        if path == "/style.css":
+            req.respond(Response(200, STYLE, [("Content-Security-Policy", CSP),
+                                              ("Cache-Control", "max-age=3600")],
+                                 "text/css; charset=utf-8"))
+            return
+        kind = ROUTES.get(path[1:].partition("/")[0]) if path.startswith("/") else None
+        if kind is None:
+            req.respond(Response(404, _MISSING, self.headers, _HTML))
+            return
+        try:
+            self.sinks[kind].enqueue(req)
+        except seda.SinkError:
+            req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
+
+
+def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
+              target_p90: float | None = None, sock: Any = None) -> Any:
+    """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
+    ``target_p90`` (seconds): admission control on each request type's stage."""
+    sinks = {}
+    for kind, (handler, login, methods) in REQUEST_TYPES.items():
+        app = web.app(handler, login=login, methods=methods)
+        sinks[kind] = mount(rt, app, name=stage_name(kind),
+                            threads=ThreadPoolController(max=threads, queue_threshold=4),
+                            predicate=None if target_p90 is None
+                            else ResponseTimeBound(target_p90),
+                            server_name=bind[0], server_port=bind[1])
+    rt.add_stage(ROUTER, Router(sinks), blocking=False, batch=256)
+    return serve(rt, bind, rt.sink(ROUTER))
