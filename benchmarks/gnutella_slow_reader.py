@@ -141,8 +141,8 @@ def plot(runs: list[dict], path: str) -> None:
 def report(runs: list[dict]) -> str:
     lines = ["# Gnutella router: a neighbour that never reads (thesis 6.2.2)", "",
              "| --max-pending | flood | queries sent | reader got | RSS start MiB | "
-             "RSS peak MiB | queued for the slow one, peak MiB | closed |",
-             "|---|---|---|---|---|---|---|---|"]
+             "RSS peak MiB | queued for the slow one, peak MiB | closed | at s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         s = r["samples"]
         limit = "none (1 TiB)" if r["max_pending"] >= NO_LIMIT else f"{r['max_pending']}"
@@ -150,8 +150,16 @@ def report(runs: list[dict]) -> str:
             f"| {limit} | {r['bytes_sent'] / MIB / r['seconds']:.1f} MiB/s x {r['seconds']:g} s "
             f"| {r['queries_sent']} | {r['reader_got']} | {s[0]['rss'] / MIB:.1f} | "
             f"{max(x['rss'] for x in s) / MIB:.1f} | {max(x['pending'] for x in s) / MIB:.2f} "
-            f"| {r['closed'] or '-'} |")
+            f"| {r['closed'] or '-'} | {closed_at(s)} |")
     return "\n".join(lines) + "\n"
+
+
+def closed_at(samples: list[dict]) -> str:
+    """When the slow neighbour went: the first sample with fewer connections than the first."""
+    for x in samples:
+        if x["connections"] < samples[0]["connections"]:
+            return f"{x['t']:g}"
+    return "-"
 
 
 def main(argv: list[str] | None = None) -> int:

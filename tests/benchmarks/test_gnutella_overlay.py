@@ -38,8 +38,7 @@ def test_duplicates_expected_on_a_ring():
 def check(result: dict) -> None:
     text = report(result)
     assert ok_result(result), text
-    lr = result["long_run"]
-    assert lr["batches_late"] == 0 and result["connections_closed"] == 0, text
+    assert result["connections_closed"] == 0, text
     for r in result["reach"]:
         assert r["duplicates_dropped"] == r["duplicates_expected"], text
     assert result["pongs"]["pongs_each_once"], text
