@@ -264,10 +264,14 @@ class GnutellaServer(seda.EventHandler):
         """Connections open now (``connections``) and since the start: TCP connections
         ``accepted``, handshakes ``established``, ``refused`` (503, full), ``busy`` (closed at
         once: too many handshakes in progress), ``closed`` by reason; descriptors ``shed``
-        (the router's queue was full); ``bytes_in`` received."""
+        (the router's queue was full); ``bytes_in`` received; ``pending``: bytes queued for
+        the neighbours and not yet taken by the kernel, in all and for the slowest one (what
+        ``max_pending`` bounds, thesis 6.2.2)."""
         n = self.neighbours
+        pending = [p.conn.pending for p in n.ultrapeers + n.leaves]
         return {"connections": {"ultrapeers": len(n.ultrapeers), "leaves": len(n.leaves),
                                 "handshaking": self.handshaking},
+                "pending": {"bytes": sum(pending), "largest": max(pending, default=0)},
                 "accepted": self.accepted, "established": self.established,
                 "refused": self.refused, "busy": self.busy, "shed": self.shed,
                 "bytes_in": self.bytes_in, "closed": dict(self.closed)}

@@ -59,3 +59,24 @@ def test_a_servent_that_never_reads_is_closed_and_the_others_are_served():
             assert stats["connections"]["ultrapeers"] == 3     # flooder, reader, later
         for s in (silent, flooder, reader):
             s.close()
+
+
+def test_the_bytes_waiting_for_a_slow_reader_are_in_the_servers_counters():
+    """What the figure of the slow-reader benchmark plots: ``pending`` in the server's stats."""
+    count, size = 800, 16 * 1024          # 12.8 MB, all of it kept for the silent servent
+    with running(max_pending=2**40) as (rt, service):
+        silent = Servent.connect(service.address, rcvbuf=4096)
+        flooder, reader = Servent.connect(service.address), Servent.connect(service.address)
+        for s in (silent, flooder, reader):
+            s.join()
+        assert handler_stats(rt, SERVER)["pending"] == {"bytes": 0, "largest": 0}
+        queries = [encode_query("x" * size, ttl=2) for _ in range(count)]
+        for i in range(0, count, WINDOW):
+            flooder.send(*queries[i:i + WINDOW])
+            for _ in queries[i:i + WINDOW]:
+                assert reader.next().payload_type == QUERY
+        pending = handler_stats(rt, SERVER)["pending"]
+        # all but what the kernel took (loopback buffers grow to a few MB) and the last batch
+        assert count * size // 2 < pending["largest"] <= pending["bytes"] <= count * size
+        for s in (silent, flooder, reader):
+            s.close()
