@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -195,21 +195,27 @@ class PostgresPool:
     def __init__(self, url: str, size: int = 8, timeout: float = 30.0) -> None:
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool, PoolTimeout as _Timeout
+            from psycopg_pool import ConnectionPool
+            from psycopg_pool import PoolTimeout as _Timeout
         except ImportError:
             raise DatabaseError("the PostgreSQL backend needs psycopg and psycopg_pool "
                                 "(pip install 'pyseda[arashi]')") from None
         self.url, self.size, self.timeout = url, size, timeout
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._timeout_error = _Timeout
+        try:        # one connection first: fails here, at once, saying why, if it cannot
+            first = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise DatabaseError(f"cannot open the database {_safe(url)}: {reason}") from None
+        first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=size, timeout=timeout,
                                     kwargs={"autocommit": True}, open=False)
         try:
             self._pool.open(wait=True, timeout=min(timeout, 10.0))
-        except (psycopg.Error, _Timeout) as exc:
+        except _Timeout:
             self._pool.close()
-            raise DatabaseError(f"cannot open the database {_safe(url)}: "
-                                f"{str(exc).splitlines()[0] if str(exc) else exc!r}") from None
+            raise DatabaseError(f"cannot open the database {_safe(url)}") from None
 
     @contextmanager
     def transaction(self, write: bool = False) -> Iterator[_PostgresTransaction]:
@@ -234,10 +240,8 @@ class PostgresPool:
                 conn.execute("COMMIT")
             except self._errors as exc:
                 if not conn.closed:
-                    try:
+                    with suppress(self._errors):
                         conn.execute("ROLLBACK")
-                    except self._errors:
-                        pass
                 raise DatabaseError(f"database error: {exc}") from exc
         finally:
             self._pool.putconn(conn)

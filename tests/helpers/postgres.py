@@ -13,6 +13,7 @@ test, saying why (``make test`` installs the package where apt-get can run as ro
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import shutil
@@ -81,8 +82,9 @@ class Server:
         if done.returncode != 0:
             log = self.dir / "log"
             tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-            raise RuntimeError(f"{Path(argv[-1] if 'start' != argv[-1] else 'pg_ctl').name} "
-                               f"failed: {(done.stderr or done.stdout).strip()[-800:]} {tail}")
+            name = Path(argv[0 if self.user is None else 3]).name
+            said = (done.stderr or done.stdout).strip()[-800:]
+            raise RuntimeError(f"{name} failed: {said} {tail}")
 
     def url(self, name: str = "postgres") -> str:
         return f"postgresql://postgres@/{name}?host={self.dir}"
@@ -98,11 +100,9 @@ class Server:
     def stop(self) -> None:
         if getattr(self, "running", False):
             self.running = False
-            try:
+            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
                 self._run([str(self.pg_ctl), "-D", str(self.data), "-m", "immediate", "-w",
                            "stop"])
-            except (RuntimeError, subprocess.TimeoutExpired):
-                pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
