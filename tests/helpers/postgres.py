@@ -64,15 +64,19 @@ class Server:
         self.data = self.dir / "data"
         self.pg_ctl = bindir / "pg_ctl"
         self._names = itertools.count(1)
-        if self.user is not None:
-            shutil.chown(self.dir, self.user)
-        os.chmod(self.dir, 0o755)
-        self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
-                   "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync"])
-        options = (f"-k {self.dir} -c listen_addresses='' -c fsync=off "
-                   "-c max_connections=300 -c shared_buffers=32MB")
-        self._run([str(self.pg_ctl), "-D", str(self.data), "-o", options, "-l",
-                   str(self.dir / "log"), "-w", "-t", "60", "start"])
+        try:
+            if self.user is not None:
+                shutil.chown(self.dir, self.user)
+            os.chmod(self.dir, 0o755)
+            self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                       "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync"])
+            options = (f"-k {self.dir} -c listen_addresses='' -c fsync=off "
+                       "-c max_connections=300 -c shared_buffers=32MB")
+            self._run([str(self.pg_ctl), "-D", str(self.data), "-o", options, "-l",
+                       str(self.dir / "log"), "-w", "-t", "60", "start"])
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         self.running = True
 
     def _run(self, argv: list[str]) -> None:
