@@ -27,6 +27,8 @@ EXAMPLES = """examples:
   echo secret | arashi adduser bob --data mail --password-stdin
   arashi import --user alice --data mail --mbox ~/old.mbox
   arashi serve --data mail --smtp-bind 127.0.0.1:2525 --domain example.org
+  arashi init --db postgresql://arashi@/mail?host=/run/postgresql   the store in PostgreSQL
+  arashi serve --db postgresql://arashi@/mail?host=/run/postgresql  (--db URL wherever --data)
 """
 
 
@@ -51,6 +53,20 @@ def _positive(text: str) -> float:
     return value
 
 
+def _store_options(command: argparse.ArgumentParser) -> None:
+    """``--data DATA_DIR`` (SQLite) or ``--db URL``, one of them."""
+    where = command.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data", metavar="DATA_DIR", help="the store in this data directory")
+    where.add_argument("--db", metavar="URL", help="the store in this database: "
+                       "postgresql://USER@HOST/DBNAME or sqlite:///PATH")
+
+
+def _options(args: argparse.Namespace, **more: object) -> Options:
+    if args.db is not None:
+        return Options(url=args.db, **more)  # type: ignore[arg-type]
+    return Options(data=Path(args.data), **more)  # type: ignore[arg-type]
+
+
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="arashi", description="Arashi, a web e-mail service on SEDA (Welsh's thesis, "
@@ -60,14 +76,17 @@ def parser() -> argparse.ArgumentParser:
 
     init = sub.add_parser("init", help="make a data directory with an empty mail store",
                           description="Make DATA_DIR (if missing) and its database, or bring "
-                          "an existing one's schema up to date.")
-    init.add_argument("data", metavar="DATA_DIR")
+                          "an existing one's schema up to date; or the tables in the database "
+                          "--db URL names (which must exist).")
+    init.add_argument("data", metavar="DATA_DIR", nargs="?")
+    init.add_argument("--db", metavar="URL", help="instead of DATA_DIR: a database URL, "
+                      "postgresql://USER@HOST/DBNAME or sqlite:///PATH")
 
     add = sub.add_parser("adduser", help="add a user (with an INBOX)",
                          description="Add user NAME, who receives mail for NAME@DOMAIN. The "
                          "password is asked twice, or read from standard input.")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("--data", required=True, metavar="DATA_DIR")
+    _store_options(add)
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from the first line of standard input")
 
@@ -75,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
                          description="Import every message of a mailbox into a user's folder, "
                          "all or nothing.")
     imp.add_argument("--user", required=True, metavar="NAME")
-    imp.add_argument("--data", required=True, metavar="DATA_DIR")
+    _store_options(imp)
     imp.add_argument("--folder", default="INBOX", help="into this folder, made if missing "
                      "(default %(default)s)")
     which = imp.add_mutually_exclusive_group(required=True)
@@ -85,7 +104,7 @@ def parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the web pages and receive mail by SMTP",
                            description="Serve web mail to the users of DATA_DIR and receive "
                            "their mail by SMTP. TERM or INT stop it.")
-    serve.add_argument("--data", required=True, metavar="DATA_DIR")
+    _store_options(serve)
     serve.add_argument("--bind", type=_address, default=("127.0.0.1", 8080),
                        metavar="HOST:PORT",
                        help="serve the web pages here (default 127.0.0.1:8080; port 0: any)")
@@ -112,6 +131,17 @@ def say(message: str) -> None:
 
 
 def _init(args: argparse.Namespace) -> None:
+    if (args.data is None) == (args.db is None):
+        raise Failure("init: give a DATA_DIR or --db URL, one of them")
+    if args.db is not None:
+        pool = open_pool(args.db)
+        try:
+            applied = migrate(pool)
+        finally:
+            pool.close()
+        what = "initialised" if applied and applied[0].version == 1 else "up to date"
+        print(f"the database: {what}, schema version {LATEST}")
+        return
     data = Path(args.data)
     try:
         data.mkdir(parents=True, exist_ok=True)
@@ -139,7 +169,7 @@ def _password(from_stdin: bool) -> str:
 
 
 def _adduser(args: argparse.Namespace) -> None:
-    pool, store = open_store(Options(data=Path(args.data), delivery_threads=1))
+    pool, store = open_store(_options(args, delivery_threads=1))
     try:
         if store.user_id(args.name) is not None:
             raise Failure(f"there is a user {args.name.lower()} already")
@@ -151,7 +181,7 @@ def _adduser(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    pool, store = open_store(Options(data=Path(args.data), delivery_threads=1))
+    pool, store = open_store(_options(args, delivery_threads=1))
     try:
         user = store.user_id(args.user)
         if user is None:
@@ -165,7 +195,7 @@ def _import(args: argparse.Namespace) -> None:
 
 def _serve(args: argparse.Namespace) -> None:
     logging.basicConfig(level=args.log_level.upper(), format="arashi: %(levelname)s %(message)s")
-    options = Options(data=Path(args.data), smtp_bind=args.smtp_bind,
+    options = _options(args, smtp_bind=args.smtp_bind,
                       domains=tuple(args.domain or default_domains()),
                       limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
                       web_bind=args.bind, target_p90=None if args.target_p90 is None

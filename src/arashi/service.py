@@ -86,8 +86,9 @@ def open_store(options: Options) -> tuple[Pool, MailStore]:
     pool = open_pool(url, size=size)
     try:
         if version(pool) == 0:
-            raise DatabaseError(f"{options.data or url} is not initialised "
-                                "(run: arashi init DIR)")
+            raise DatabaseError(f"{options.data} is not initialised (run: arashi init DIR)"
+                                if options.data is not None else "the database is not "
+                                "initialised (run: arashi init --db URL)")
         if version(pool) < LATEST:
             migrate(pool)
     except BaseException:

@@ -231,10 +231,11 @@ class MailStore:
         column = SORTS.get(sort)
         if column is None:
             raise StoreError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
-        order = "DESC" if descending else "ASC"
+        # undated messages sort as the oldest, on either backend (SQLite's default order)
+        order = "DESC NULLS LAST" if descending else "ASC NULLS FIRST"
         # column and order come from the fixed tables above, never from the caller's text
         sql = (f"SELECT {_SUMMARY} FROM messages WHERE user_id = ? AND folder_id = ?"
-               f" ORDER BY {column} {order}, id {order} LIMIT ? OFFSET ?")
+               f" ORDER BY {column} {order}, id {order.split()[0]} LIMIT ? OFFSET ?")
         with self.pool.transaction() as tx:
             rows = tx.execute(sql, (user, folder, max(0, limit), max(0, offset))).fetchall()
         return [MessageInfo(*row) for row in rows]
@@ -260,7 +261,7 @@ class MailStore:
         if folder is not None:
             sql += " AND folder_id = ?"
             params.append(folder)
-        sql += " ORDER BY date DESC, id DESC LIMIT ?"
+        sql += " ORDER BY date DESC NULLS LAST, id DESC LIMIT ?"
         params.append(limit)
         with self.pool.transaction() as tx:
             rows = tx.execute(sql, params).fetchall()

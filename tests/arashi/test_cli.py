@@ -14,25 +14,29 @@ import pytest
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import arashi, new_store
+from tests.helpers.arashi_env import arashi, new_store, store_args
+from tests.helpers.postgres import BACKENDS, database_url
 
 
-def test_init_adduser_and_import(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_init_adduser_and_import(tmp_path, backend):
     data = tmp_path / "mail"
-    done = arashi("init", str(data))
-    assert done.returncode == 0 and "initialised, schema version 2" in done.stdout
-    assert "up to date" in arashi("init", str(data)).stdout
-    done = arashi("adduser", "Alice", "--data", str(data), "--password-stdin", stdin="s3cret\n")
+    url = None if backend == "sqlite" else database_url(backend, data)
+    where = store_args(data, url)          # --data DIR, or --db URL
+    init = [str(data)] if url is None else ["--db", url]
+    done = arashi("init", *init)
+    assert done.returncode == 0 and "initialised, schema version 2" in done.stdout, done.stderr
+    assert "up to date" in arashi("init", *init).stdout
+    done = arashi("adduser", "Alice", *where, "--password-stdin", stdin="s3cret\n")
     assert done.returncode == 0, done.stderr
-    again = arashi("adduser", "alice", "--data", str(data), "--password-stdin", stdin="x\n")
+    again = arashi("adduser", "alice", *where, "--password-stdin", stdin="x\n")
     assert again.returncode == 1 and again.stderr == "arashi: there is a user alice already\n"
     box = mailbox.mbox(tmp_path / "old.mbox")
     box.add(b"Subject: imported\n\nx\n")
     box.close()
-    done = arashi("import", "--user", "alice", "--data", str(data), "--mbox",
-                  str(tmp_path / "old.mbox"))
+    done = arashi("import", "--user", "alice", *where, "--mbox", str(tmp_path / "old.mbox"))
     assert done.stdout == "imported 1 messages into alice's INBOX\n", done.stderr
-    store = new_store(data)
+    store = new_store(data, url)
     try:
         alice = store.authenticate("alice", "s3cret")
         assert alice is not None

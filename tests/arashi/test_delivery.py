@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import new_store
+from tests.helpers.arashi_env import new_store, store_args
+from tests.helpers.postgres import BACKENDS, database_url
 
 CRASH = Path(__file__).resolve().parents[1] / "helpers" / "arashi_crash.py"
 
@@ -28,13 +29,15 @@ def reply(sock: socket.socket) -> bytes:
     return data
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("moment", ["before", "after"])
-def test_a_crash_around_the_commit(tmp_path, moment):
-    store = new_store(tmp_path / "data")
+def test_a_crash_around_the_commit(tmp_path, moment, backend):
+    url = database_url(backend, tmp_path / "data")
+    store = new_store(tmp_path / "data", url)
     alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
     store.pool.close()
-    proc = subprocess.Popen([sys.executable, str(CRASH), moment, "--data",
-                             str(tmp_path / "data"), "--smtp-bind", "127.0.0.1:0",
+    proc = subprocess.Popen([sys.executable, str(CRASH), moment,
+                             *store_args(tmp_path / "data", url), "--smtp-bind", "127.0.0.1:0",
                              "--bind", "127.0.0.1:0", "--domain", "example.org"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -56,7 +59,7 @@ def test_a_crash_around_the_commit(tmp_path, moment):
     finally:
         proc.kill()
         proc.communicate(timeout=WAIT)
-    store = new_store(tmp_path / "data")
+    store = new_store(tmp_path / "data", url)
     try:
         with store.pool.transaction() as tx:
             rows = tx.execute("SELECT user_id, subject FROM messages ORDER BY user_id").fetchall()

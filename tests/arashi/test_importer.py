@@ -10,11 +10,13 @@ from arashi.importer import MailboxError, import_mailbox
 from arashi.store import INBOX
 
 from tests.helpers.arashi_env import new_store
+from tests.helpers.postgres import BACKENDS, database_url
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = new_store(tmp_path / "data")
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    data = tmp_path / "data"
+    s = new_store(data, database_url(request.param, data))
     yield s
     s.pool.close()
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from arashi.sessions import Sessions
 
 from tests.helpers.arashi_env import new_store
+from tests.helpers.postgres import BACKENDS, database_url
 
 
-def test_sessions_expire_and_end(tmp_path):
-    store = new_store(tmp_path)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sessions_expire_and_end(tmp_path, backend):
+    store = new_store(tmp_path, database_url(backend, tmp_path))
     try:
         user = store.add_user("alice", "pw")
         now = [1000.0]

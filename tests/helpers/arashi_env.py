@@ -18,18 +18,22 @@ from arashi.store import MailStore
 from tests.helpers import WAIT
 
 
-def new_store(data: Path) -> MailStore:
-    """A migrated store in ``data`` (its pool is closed by the caller: ``store.pool.close()``)."""
-    data.mkdir(parents=True, exist_ok=True)
-    pool = open_pool(database_url(data))
+def new_store(data: Path, url: str | None = None) -> MailStore:
+    """A migrated store in ``data``, or in the database at ``url`` (its pool is closed by the
+    caller: ``store.pool.close()``)."""
+    if url is None:
+        data.mkdir(parents=True, exist_ok=True)
+    pool = open_pool(database_url(data, url))
     migrate(pool)
     return MailStore(pool)
 
 
 @contextmanager
-def running(data: Path, **options: object) -> Iterator[Service]:
-    """The mail-in service on a free loopback port, over ``data``, stopped afterwards."""
-    opts = Options(data=data, smtp_bind=("127.0.0.1", 0), domains=("example.org", "localhost"),
+def running(data: Path, url: str | None = None, **options: object) -> Iterator[Service]:
+    """The mail-in service on a free loopback port, over ``data`` (or the database at ``url``),
+    stopped afterwards."""
+    opts = Options(data=None if url else data, url=url, smtp_bind=("127.0.0.1", 0),
+                   domains=("example.org", "localhost"),
                    hostname="mx.example.org", **options)  # type: ignore[arg-type]
     rt = seda.Runtime()
     service = build(rt, opts)
@@ -45,3 +49,8 @@ def arashi(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """``python -m arashi ARGS`` to its end."""
     return subprocess.run([sys.executable, "-m", "arashi", *args], input=stdin,
                           capture_output=True, text=True, timeout=WAIT * 3)
+
+
+def store_args(data: Path, url: str | None) -> list[str]:
+    """``--data DATA`` or ``--db URL``, for an ``arashi`` command line."""
+    return ["--db", url] if url else ["--data", str(data)]

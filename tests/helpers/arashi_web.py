@@ -24,9 +24,11 @@ class Server:
 
 
 @contextmanager
-def serving(data: Path, *extra: str) -> Iterator[Server]:
-    """``arashi serve`` over ``data`` (initialised, with users) until the block ends."""
-    proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(data),
+def serving(data: Path, *extra: str, url: str | None = None) -> Iterator[Server]:
+    """``arashi serve`` over ``data`` or the database at ``url`` (initialised, with users)
+    until the block ends."""
+    where = ["--db", url] if url else ["--data", str(data)]
+    proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", *where,
                              "--bind", "127.0.0.1:0", "--smtp-bind", "127.0.0.1:0",
                              "--domain", "example.org", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
