@@ -8,6 +8,7 @@ import argparse
 import getpass
 import logging
 import queue
+import re
 import signal
 import sys
 from pathlib import Path
@@ -28,6 +29,9 @@ EXAMPLES = """examples:
   arashi import --user alice --data mail --mbox ~/old.mbox
   arashi serve --data mail --smtp-bind 127.0.0.1:2525 --domain example.org
 """
+
+
+_COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")     # a token (RFC 6265)
 
 
 class Failure(Exception):
@@ -92,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--target-p90", type=_positive, metavar="MS",
                        help="admission control: hold each request type's 90th-percentile "
                        "response time near MS milliseconds, refusing (503) what would not be")
+    serve.add_argument("--class-cookie", metavar="NAME",
+                       help="with --target-p90: the request's class 0-9 from cookie NAME (9 "
+                       "served first under load; missing or other values: class 0)")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -164,12 +171,18 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    if args.class_cookie is not None:
+        if args.target_p90 is None:
+            raise Failure("--class-cookie needs --target-p90: request classes matter only "
+                          "under admission control")
+        if not _COOKIE_NAME.fullmatch(args.class_cookie):
+            raise Failure(f"--class-cookie {args.class_cookie!r} is not a cookie name")
     logging.basicConfig(level=args.log_level.upper(), format="arashi: %(levelname)s %(message)s")
     options = Options(data=Path(args.data), smtp_bind=args.smtp_bind,
                       domains=tuple(args.domain or default_domains()),
                       limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
                       web_bind=args.bind, target_p90=None if args.target_p90 is None
-                      else args.target_p90 / 1000)
+                      else args.target_p90 / 1000, class_cookie=args.class_cookie)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant

@@ -16,6 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 import seda
+
+# Haboob's public classifier, not a copy: the same rule (a class 0-9 from a cookie, anything
+# else class 0) and the same once-per-Cookie-header parsing, for both services' experiments
+from haboob.server import CLASSES, classifier
 from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import Response, mount, serve
 from seda.status import PREFIX, add_status
@@ -80,18 +84,32 @@ class Router(seda.EventHandler):
             req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
 
 
+def admission(target_p90: float | None, class_cookie: str | None = None) -> Any:
+    """A request type stage's predicate: None, a response-time bound (``target_p90``
+    seconds), or with ``class_cookie`` one bound per request class 0-9 from that cookie
+    (``ResponseTimeBound``'s multiclass form, as Haboob's ``--class-header cookie:NAME``:
+    under load the lower classes are refused first)."""
+    if target_p90 is None:
+        return None
+    if class_cookie is None:
+        return ResponseTimeBound(target_p90)
+    return ResponseTimeBound(classify=classifier(f"cookie:{class_cookie}"),
+                             targets={c: target_p90 for c in CLASSES})
+
+
 def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
-              target_p90: float | None = None, sock: Any = None, status: bool = True) -> Any:
+              target_p90: float | None = None, class_cookie: str | None = None,
+              sock: Any = None, status: bool = True) -> Any:
     """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
-    ``target_p90`` (seconds): admission control on each request type's stage; ``status``:
-    the /_seda/ page on the same port."""
+    ``target_p90`` (seconds): admission control on each request type's stage, per request
+    class from cookie ``class_cookie`` if given; ``status``: the /_seda/ page on the same
+    port."""
     sinks = {}
     for kind, (handler, login, methods) in REQUEST_TYPES.items():
         app = web.app(handler, login=login, methods=methods)
         sinks[kind] = mount(rt, app, name=stage_name(kind),
                             threads=ThreadPoolController(max=threads, queue_threshold=4),
-                            predicate=None if target_p90 is None
-                            else ResponseTimeBound(target_p90),
+                            predicate=admission(target_p90, class_cookie),
                             server_name=bind[0], server_port=bind[1])
     page = add_status(rt, SERVICE, http=HTTP).sink if status else None
     rt.add_stage(ROUTER, Router(sinks, page), blocking=False, batch=256)

@@ -57,6 +57,7 @@ class Options:
     web_bind: tuple[str, int] | None = None           # serve the web pages here (None: not)
     web_threads: int = 8                              # most threads per request type's stage
     target_p90: float | None = None                   # seconds: admission control per stage
+    class_cookie: str | None = None                   # with target_p90: request class 0-9 from it
     session_lifetime: float = LIFETIME                # seconds a session lives unused
 
 
@@ -123,7 +124,8 @@ def build(rt: seda.Runtime, options: Options) -> Service:
             site = Web(store, Sessions(pool, options.session_lifetime))
             try:
                 listener = build_web(rt, site, options.web_bind, threads=options.web_threads,
-                                     target_p90=options.target_p90)
+                                     target_p90=options.target_p90,
+                                     class_cookie=options.class_cookie)
             except OSError as exc:
                 host, port = options.web_bind
                 raise OSError(f"cannot listen for HTTP on {host}:{port}: "
