@@ -99,11 +99,13 @@ def admission(target_p90: float | None, class_cookie: str | None = None) -> Any:
 
 def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
               target_p90: float | None = None, class_cookie: str | None = None,
-              sock: Any = None, status: bool = True) -> Any:
+              sock: Any = None, status: bool = True, reuse_port: bool = False,
+              status_dir: str | None = None) -> Any:
     """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
     ``target_p90`` (seconds): admission control on each request type's stage, per request
     class from cookie ``class_cookie`` if given; ``status``: the /_seda/ page on the same
-    port."""
+    port (``status_dir``: the directory the workers of ``arashi serve --workers N`` share their
+    snapshots in, so each one's page shows them all); ``reuse_port``: a worker's listener."""
     sinks = {}
     for kind, (handler, login, methods) in REQUEST_TYPES.items():
         app = web.app(handler, login=login, methods=methods)
@@ -111,6 +113,6 @@ def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int
                             threads=ThreadPoolController(max=threads, queue_threshold=4),
                             predicate=admission(target_p90, class_cookie),
                             server_name=bind[0], server_port=bind[1])
-    page = add_status(rt, SERVICE, http=HTTP).sink if status else None
+    page = add_status(rt, SERVICE, http=HTTP, share_dir=status_dir).sink if status else None
     rt.add_stage(ROUTER, Router(sinks, page), blocking=False, batch=256)
-    return serve(rt, bind, rt.sink(ROUTER), name=HTTP)
+    return serve(rt, bind, rt.sink(ROUTER), name=HTTP, reuse_port=reuse_port)
