@@ -1,19 +1,21 @@
 # make run: start Haboob on examples/; make test: install and run the tests;
-# make webstudy: the web-server study (~30 min, docs/results/webstudy.md).
+# make webstudy: the web-server study (~30 min, docs/results/webstudy.md);
+# make arashi: the Arashi web mail demo (two users, generated mail) on 127.0.0.1:8080.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SERVE  := $(VENV)/.installed-haboob
+ARASHI := $(VENV)/.installed-arashi
 
-.PHONY: run test lint bench webstudy clean
+.PHONY: run arashi test lint bench webstudy clean
 
 # Everything for tests, benchmarks and lint.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP) $(SERVE)
+	touch $(STAMP) $(SERVE) $(ARASHI)
 
 # Only what serving needs (httptools, prometheus-client): make run on a fresh clone.
 $(SERVE): pyproject.toml
@@ -25,6 +27,20 @@ $(SERVE): pyproject.toml
 run: $(SERVE)
 	cd examples && exec ../$(VENV)/bin/haboob --root site --mount /app=demo_app:app \
 	  --bind 127.0.0.1:8000
+
+# Only what Arashi needs (jinja2, prometheus-client for /_seda/metrics).
+$(ARASHI): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[arashi,status]'
+	touch $(ARASHI)
+
+# The demo's data directory is made once (rm -r .arashi-demo for a fresh one); the users'
+# passwords are printed, then serve prints the URL. Ctrl-C stops it.
+ARASHI_DEMO ?= .arashi-demo
+arashi: $(ARASHI)
+	$(PY) -m arashi.demo $(ARASHI_DEMO)
+	exec $(VENV)/bin/arashi serve --data $(ARASHI_DEMO) --bind 127.0.0.1:8080 \
+	  --smtp-bind 127.0.0.1:2525
 
 # The status page is checked in headless Chromium: install Debian's where apt-get can (as root),
 # never failing the build over it; the test says so and skips where it could not.

@@ -7,12 +7,16 @@ from __future__ import annotations
 import argparse
 import getpass
 import logging
+import os
 import queue
+import re
 import signal
 import sys
 from pathlib import Path
 
 import seda
+from haboob.cli import hostport
+from haboob.supervisor import Supervisor, reserve
 
 from .db import DatabaseError, database_url, open_pool
 from .importer import MailboxError, import_mailbox
@@ -30,6 +34,9 @@ EXAMPLES = """examples:
   arashi init --db postgresql://arashi@/mail?host=/run/postgresql   the store in PostgreSQL
   arashi serve --db postgresql://arashi@/mail?host=/run/postgresql  (--db URL wherever --data)
 """
+
+
+_COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")     # a token (RFC 6265)
 
 
 class Failure(Exception):
@@ -111,6 +118,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--target-p90", type=_positive, metavar="MS",
                        help="admission control: hold each request type's 90th-percentile "
                        "response time near MS milliseconds, refusing (503) what would not be")
+    serve.add_argument("--class-cookie", metavar="NAME",
+                       help="with --target-p90: the request's class 0-9 from cookie NAME (9 "
+                       "served first under load; missing or other values: class 0)")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -121,6 +131,11 @@ def parser() -> argparse.ArgumentParser:
                        help="largest message taken (default %(default)s)")
     serve.add_argument("--smtp-timeout", type=_positive, default=300.0, metavar="SECONDS",
                        help="close a client silent this long (default %(default)s)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="run N worker processes sharing the web and SMTP ports "
+                       "(SO_REUSEPORT), restarted if they die (default 1: no supervisor)")
+    serve.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)     # set by the
+    serve.add_argument("--status-dir", help=argparse.SUPPRESS)             # supervisor
     serve.add_argument("--log-level", default="info",
                        choices=["debug", "info", "warning", "error"])
     return cli
@@ -194,12 +209,26 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    if args.class_cookie is not None:
+        if args.target_p90 is None:
+            raise Failure("--class-cookie needs --target-p90: request classes matter only "
+                          "under admission control")
+        if not _COOKIE_NAME.fullmatch(args.class_cookie):
+            raise Failure(f"--class-cookie {args.class_cookie!r} is not a cookie name")
+    if args.workers < 1:
+        raise Failure(f"--workers {args.workers}: at least 1")
+    if args.workers > 1 and args.ready_fd is None:
+        _supervise(args)
+        return
     logging.basicConfig(level=args.log_level.upper(), format="arashi: %(levelname)s %(message)s")
+    worker = args.ready_fd is not None
+    parent = os.getppid()
     options = _options(args, smtp_bind=args.smtp_bind,
-                      domains=tuple(args.domain or default_domains()),
-                      limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
-                      web_bind=args.bind, target_p90=None if args.target_p90 is None
-                      else args.target_p90 / 1000)
+                       domains=tuple(args.domain or default_domains()),
+                       limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
+                       web_bind=args.bind, target_p90=None if args.target_p90 is None
+                       else args.target_p90 / 1000, class_cookie=args.class_cookie,
+                       reuse_port=worker, status_dir=args.status_dir)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
@@ -211,29 +240,67 @@ def _serve(args: argparse.Namespace) -> None:
         raise
     rt.start()
     try:
-        host, port = service.smtp
-        print(f"arashi receiving mail on {host}:{port} for {', '.join(options.domains)}",
-              flush=True)
-        if service.web is not None:
-            host, port = service.web
-            print(f"arashi serving web mail on http://{host}:{port}/", flush=True)
+        if worker:
+            os.write(args.ready_fd, b"1")
+            os.close(args.ready_fd)
+        else:
+            _banner(service.smtp, service.web, options.domains)
         while True:
             try:
                 signals.get(timeout=1.0)
                 break
             except queue.Empty:
+                if worker and os.getppid() != parent:
+                    break                     # the supervisor is gone: do not linger
                 continue
-        say("stopping")
+        if not worker:
+            say("stopping")
     finally:
         rt.stop(timeout=5.0)
         service.close()
+
+
+def _banner(smtp: tuple[str, int], web: tuple[str, int] | None,
+            domains: tuple[str, ...]) -> None:
+    host, port = smtp
+    print(f"arashi receiving mail on {host}:{port} for {', '.join(domains)}", flush=True)
+    if web is not None:
+        host, port = web
+        print(f"arashi serving web mail on http://{host}:{port}/", flush=True)
+
+
+def _supervise(args: argparse.Namespace) -> None:
+    """``--workers N``: hold both ports, and keep N ``arashi serve`` workers on them (Haboob's
+    supervisor, ``haboob.supervisor``, running ``python -m arashi``)."""
+    open_store(_options(args, delivery_threads=1))[0].close()  # fail here, once
+    held = []
+    try:
+        for what, address in (("HTTP", args.bind), ("SMTP", args.smtp_bind)):
+            try:
+                held.append(reserve(*address))
+            except OSError as exc:
+                raise Failure(f"cannot listen for {what} on {address[0]}:{address[1]}: "
+                              f"{exc.strerror or exc}") from None
+        web, smtp = (sock.getsockname()[:2] for sock in held)
+        argv = [*args.argv, "--bind", hostport(*web), "--smtp-bind", hostport(*smtp)]
+        supervisor = Supervisor(argv, args.workers, share_status=True, grace=10.0,
+                                program="arashi")
+        if not supervisor.start():
+            raise Failure("a worker could not start")
+        _banner(smtp, web, tuple(args.domain or default_domains()))
+        supervisor.run()
+    finally:
+        for sock in held:
+            sock.close()
 
 
 COMMANDS = {"init": _init, "adduser": _adduser, "import": _import, "serve": _serve}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    args.argv = argv
     try:
         COMMANDS[args.command](args)
     except (Failure, DatabaseError, StoreError, NotFound, MailboxError, OSError) as exc:

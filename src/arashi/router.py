@@ -3,7 +3,9 @@ router (on the loop thread) sends each to the stage of its request type by the f
 of its path, and each request type runs on its own thread pool, sized by a
 ``ThreadPoolController`` and, with a target p90, guarded by the response-time admission
 controller (``ResponseTimeBound``, what Haboob's ``--target-p90`` uses). A request its stage
-refuses is answered 503 at once by the router, with a short page.
+refuses is answered 503 at once by the router, with a short page. Requests for ``/_seda/``
+go to the runtime's status page (``seda.status``: stages, queues, controllers, the router's
+counters, and Prometheus metrics at ``/_seda/metrics``).
 
     seda.http -> arashi.http -> arashi.login | arashi.folders | arashi.messages
                                 | arashi.show | arashi.search | arashi.act   (thread pools)
@@ -14,12 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 import seda
+
+# Haboob's public classifier, not a copy: the same rule (a class 0-9 from a cookie, anything
+# else class 0) and the same once-per-Cookie-header parsing, for both services' experiments
+from haboob.server import CLASSES, classifier
 from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import Response, mount, serve
+from seda.status import PREFIX, add_status
 
 from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, Web
 
 ROUTER = "arashi.http"
+SERVICE = "arashi"      # names the status page and prefixes its metrics (arashi_http_...)
+HTTP = "http"           # seda.http's server stage, whose requests the status page counts
 # the first segment of a path -> its request type
 ROUTES = {"login": "login", "logout": "login", "": "folders", "folders": "folders",
           "folder": "messages", "message": "show", "search": "search", "act": "act"}
@@ -38,12 +47,25 @@ def stage_name(kind: str) -> str:
 class Router(seda.EventHandler):
     """Sends each request to its request type's stage; 503 when that stage refuses it."""
 
-    def __init__(self, sinks: dict[str, Any]) -> None:
-        self.sinks = sinks
+    def __init__(self, sinks: dict[str, Any], status: Any = None) -> None:
+        self.sinks, self.status = sinks, status     # status: the /_seda/ page's sink, or None
         self.headers = [h for h in SECURITY_HEADERS if h[0] != "Cache-Control"]
+        self.routed = dict.fromkeys(sinks, 0)        # counted on the loop thread only
+        self.busy = dict.fromkeys(sinks, 0)
+        self.missing = 0
+
+    def stats(self) -> dict[str, Any]:
+        """Requests sent to each request type's stage, refused by it (503), and not found."""
+        return {"routed": dict(self.routed), "busy": dict(self.busy), "not_found": self.missing}
 
     def handle_event(self, req: Any) -> None:
         path = req.path
+        if self.status is not None and (path == PREFIX[:-1] or path.startswith(PREFIX)):
+            try:
+                self.status.enqueue(req)
+            except seda.SinkError:
+                req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
+            return
         if path == "/style.css":
             req.respond(Response(200, STYLE, [("Content-Security-Policy", CSP),
                                               ("Cache-Control", "max-age=3600")],
@@ -51,25 +73,46 @@ class Router(seda.EventHandler):
             return
         kind = ROUTES.get(path[1:].partition("/")[0]) if path.startswith("/") else None
         if kind is None:
+            self.missing += 1
             req.respond(Response(404, _MISSING, self.headers, _HTML))
             return
         try:
             self.sinks[kind].enqueue(req)
+            self.routed[kind] += 1
         except seda.SinkError:
+            self.busy[kind] += 1
             req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
 
 
+def admission(target_p90: float | None, class_cookie: str | None = None) -> Any:
+    """A request type stage's predicate: None, a response-time bound (``target_p90``
+    seconds), or with ``class_cookie`` one bound per request class 0-9 from that cookie
+    (``ResponseTimeBound``'s multiclass form, as Haboob's ``--class-header cookie:NAME``:
+    under load the lower classes are refused first)."""
+    if target_p90 is None:
+        return None
+    if class_cookie is None:
+        return ResponseTimeBound(target_p90)
+    return ResponseTimeBound(classify=classifier(f"cookie:{class_cookie}"),
+                             targets={c: target_p90 for c in CLASSES})
+
+
 def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
-              target_p90: float | None = None, sock: Any = None) -> Any:
+              target_p90: float | None = None, class_cookie: str | None = None,
+              sock: Any = None, status: bool = True, reuse_port: bool = False,
+              status_dir: str | None = None) -> Any:
     """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
-    ``target_p90`` (seconds): admission control on each request type's stage."""
+    ``target_p90`` (seconds): admission control on each request type's stage, per request
+    class from cookie ``class_cookie`` if given; ``status``: the /_seda/ page on the same
+    port (``status_dir``: the directory the workers of ``arashi serve --workers N`` share their
+    snapshots in, so each one's page shows them all); ``reuse_port``: a worker's listener."""
     sinks = {}
     for kind, (handler, login, methods) in REQUEST_TYPES.items():
         app = web.app(handler, login=login, methods=methods)
         sinks[kind] = mount(rt, app, name=stage_name(kind),
                             threads=ThreadPoolController(max=threads, queue_threshold=4),
-                            predicate=None if target_p90 is None
-                            else ResponseTimeBound(target_p90),
+                            predicate=admission(target_p90, class_cookie),
                             server_name=bind[0], server_port=bind[1])
-    rt.add_stage(ROUTER, Router(sinks), blocking=False, batch=256)
-    return serve(rt, bind, rt.sink(ROUTER))
+    page = add_status(rt, SERVICE, http=HTTP, share_dir=status_dir).sink if status else None
+    rt.add_stage(ROUTER, Router(sinks, page), blocking=False, batch=256)
+    return serve(rt, bind, rt.sink(ROUTER), name=HTTP, reuse_port=reuse_port)

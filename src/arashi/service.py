@@ -57,7 +57,10 @@ class Options:
     web_bind: tuple[str, int] | None = None           # serve the web pages here (None: not)
     web_threads: int = 8                              # most threads per request type's stage
     target_p90: float | None = None                   # seconds: admission control per stage
+    class_cookie: str | None = None                   # with target_p90: request class 0-9 from it
     session_lifetime: float = LIFETIME                # seconds a session lives unused
+    reuse_port: bool = False                          # a worker of several (serve --workers)
+    status_dir: str | None = None                     # the workers' shared status snapshots
 
 
 @dataclass
@@ -103,7 +106,7 @@ def build(rt: seda.Runtime, options: Options) -> Service:
     pool, store = open_store(options)
     try:
         try:
-            sock = bind_socket(options.smtp_bind)
+            sock = bind_socket(options.smtp_bind, reuse_port=options.reuse_port)
         except OSError as exc:
             host, port = options.smtp_bind
             raise OSError(f"cannot listen for SMTP on {host}:{port}: "
@@ -124,7 +127,10 @@ def build(rt: seda.Runtime, options: Options) -> Service:
             site = Web(store, Sessions(pool, options.session_lifetime))
             try:
                 listener = build_web(rt, site, options.web_bind, threads=options.web_threads,
-                                     target_p90=options.target_p90)
+                                     target_p90=options.target_p90,
+                                     class_cookie=options.class_cookie,
+                                     reuse_port=options.reuse_port,
+                                     status_dir=options.status_dir)
             except OSError as exc:
                 host, port = options.web_bind
                 raise OSError(f"cannot listen for HTTP on {host}:{port}: "

@@ -34,8 +34,8 @@ _RESTART_BACKOFF = (0.1, 10.0)     # first and longest wait before restarting a 
 _QUICK_DEATH = 5.0       # a worker dying this soon after starting is crashing, not unlucky
 
 
-def say(message: str) -> None:
-    print(f"haboob: {message}", file=sys.stderr, flush=True)
+def say(message: str, program: str = "haboob") -> None:
+    print(f"{program}: {message}", file=sys.stderr, flush=True)
 
 
 def reserve(host: str, port: int) -> socket.socket:
@@ -49,10 +49,10 @@ def reserve(host: str, port: int) -> socket.socket:
 class Worker:
     __slots__ = ("proc", "ready", "started")
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], program: str = "haboob") -> None:
         r, w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "haboob", *argv,
+            self.proc = subprocess.Popen([sys.executable, "-m", program, *argv,
                                           "--ready-fd", str(w)], pass_fds=(w,))
         finally:
             os.close(w)
@@ -74,17 +74,19 @@ class Worker:
 
 
 class Supervisor:
-    """Keeps ``count`` workers running ``argv``; with ``share_status``, their status pages
-    show the whole server (a directory for their snapshots)."""
+    """Keeps ``count`` workers running ``python -m PROGRAM argv`` (``program``: a service
+    whose command takes ``--ready-fd`` and, with ``share_status``, ``--status-dir`` as
+    haboob's does; Arashi's is one); with ``share_status``, their status pages show the whole
+    server (a directory for their snapshots)."""
 
     def __init__(self, argv: list[str], count: int, share_status: bool = False,
-                 grace: float = STOP_GRACE) -> None:
-        self.argv, self.count, self.grace = argv, count, grace
+                 grace: float = STOP_GRACE, program: str = "haboob") -> None:
+        self.argv, self.count, self.grace, self.program = argv, count, grace, program
         self.workers: dict[int, Worker] = {}
         self.restarts: list[float] = []         # when to start a replacement for a dead worker
         self.backoff = _RESTART_BACKOFF[0]
         self.started, self.replaced = time.time(), 0
-        self.status_dir = tempfile.mkdtemp(prefix="haboob-status-") if share_status else None
+        self.status_dir = tempfile.mkdtemp(prefix=f"{program}-status-") if share_status else None
         self._wake_r = -1                     # signals as bytes (from start until stop)
         self._wake_w: int | None = None
         if self.status_dir is not None:
@@ -106,17 +108,17 @@ class Supervisor:
         for worker in list(self.workers.values()):
             left = max(0.0, deadline - time.monotonic())
             if not (select.select([worker.ready], [], [], left)[0] and worker.confirm()):
-                say("a worker failed to start; stopping")
+                say("a worker failed to start; stopping", self.program)
                 self.stop()
                 return False
-            say(f"worker {worker.pid} listening")
+            say(f"worker {worker.pid} listening", self.program)
         return True
 
     def run(self) -> None:
         """Until SIGTERM or SIGINT: restart dead workers, pass SIGHUP on, then stop them all."""
         while self._serve_round(self._wake_r):
             pass
-        say("stopping: draining the workers")
+        say("stopping: draining the workers", self.program)
         self.stop()
 
     def _catch_signals(self) -> None:
@@ -150,7 +152,7 @@ class Supervisor:
                     if signum == signal.SIGHUP:
                         self._send_all(signal.SIGHUP)
             elif starting[fd].confirm():
-                say(f"worker {starting[fd].pid} listening")
+                say(f"worker {starting[fd].pid} listening", self.program)
         self._reap()
         now = time.monotonic()
         for due in [d for d in self.restarts if d <= now]:
@@ -159,7 +161,7 @@ class Supervisor:
         return True
 
     def _spawn(self) -> None:
-        worker = Worker(self.argv)
+        worker = Worker(self.argv, self.program)
         self.workers[worker.pid] = worker
 
     def _reap(self) -> None:
@@ -179,7 +181,7 @@ class Supervisor:
             young = time.monotonic() - worker.started < _QUICK_DEATH
             self.backoff = (min(self.backoff * 2, _RESTART_BACKOFF[1]) if young
                             else _RESTART_BACKOFF[0])
-            say(f"worker {pid} exited with status {code}; restarting it")
+            say(f"worker {pid} exited with status {code}; restarting it", self.program)
             self.restarts.append(time.monotonic() + (self.backoff if young else 0.0))
 
     def _send_all(self, sig: int) -> None:
@@ -197,7 +199,8 @@ class Supervisor:
             try:
                 worker.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                say(f"worker {worker.pid} did not stop in {self.grace:.0f} s; killing it")
+                say(f"worker {worker.pid} did not stop in {self.grace:.0f} s; killing it",
+                    self.program)
                 worker.proc.kill()
                 worker.proc.wait()
         self.workers.clear()

@@ -4,12 +4,15 @@ and one-line errors, never a traceback."""
 from __future__ import annotations
 
 import mailbox
+import os
 import signal
 import smtplib
 import subprocess
 import sys
+import time
 
 import pytest
+import requests
 
 from arashi.store import INBOX
 
@@ -88,3 +91,51 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
         proc.kill()
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopping" in err
+
+
+def test_serve_with_two_workers_and_sigterm_stops_them(tmp_path):
+    arashi("init", str(tmp_path))
+    arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
+    proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(tmp_path),
+                             "--smtp-bind", "127.0.0.1:0", "--bind", "127.0.0.1:0",
+                             "--domain", "example.org", "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        smtp_line, web_line = proc.stdout.readline(), proc.stdout.readline()
+        assert web_line.startswith("arashi serving web mail on http://"), (
+            smtp_line, web_line, proc.stderr.read() if proc.poll() is not None else "")
+        url = web_line.split()[-1].rstrip("/")
+        workers = []                              # "arashi: worker PID listening", twice
+        while len(workers) < 2:
+            words = proc.stderr.readline().split()
+            assert words, "the supervisor ended"
+            if words[1:2] == ["worker"] and words[-1] == "listening":
+                workers.append(int(words[2]))
+        host, port = smtp_line.split()[4].rsplit(":", 1)
+        for n in range(4):                        # mail in through whichever worker
+            with smtplib.SMTP(host, int(port), timeout=WAIT) as smtp:
+                smtp.sendmail("x@else.test", ["alice@example.org"],
+                              f"Subject: hi {n}\r\n\r\nx\r\n".encode())
+        deadline = time.monotonic() + WAIT
+        while True:                               # both workers' snapshots on one page
+            doc = requests.get(url + "/_seda/status.json", timeout=WAIT).json()
+            if sorted(w["pid"] for w in doc["workers"]) == sorted(workers):
+                break
+            assert time.monotonic() < deadline, doc["workers"]
+            time.sleep(0.2)
+        assert requests.get(url + "/login", timeout=WAIT).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=WAIT * 2) == 0
+        for pid in workers:                       # gone, not orphaned
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    store = new_store(tmp_path)
+    try:
+        alice = store.user_id("alice")
+        assert store.count(alice, store.folder(alice, INBOX)) == 4
+    finally:
+        store.pool.close()

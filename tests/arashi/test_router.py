@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import requests
+
 import seda
-from arashi.router import ROUTES, Router
+from arashi.router import ROUTES, Router, admission
+
+from tests.helpers import WAIT
+from tests.helpers.arashi_env import arashi, new_store
+from tests.helpers.arashi_web import get, log_in, serving
 
 
 class Refusing:
@@ -45,3 +51,76 @@ def test_routes_by_path_and_refuses_with_503():
     lost = Req("/etc/passwd")
     router.handle_event(lost)
     assert lost.answer.status == 404
+
+
+def test_router_counts_and_sends_status_requests_to_the_page():
+    sinks = {k: Taking() for k in set(ROUTES.values())}
+    sinks["act"] = Refusing()
+    page = Taking()
+    router = Router(sinks, page)
+    for path in ("/_seda/", "/_seda", "/_seda/metrics", "/login", "/act", "/nothing"):
+        router.handle_event(Req(path))
+    assert [r.path for r in page.got] == ["/_seda/", "/_seda", "/_seda/metrics"]
+    stats = router.stats()
+    assert stats["routed"]["login"] == 1 and stats["busy"]["act"] == 1
+    assert stats["not_found"] == 1
+    off = Router(sinks)                     # no status page: /_seda/ is not found
+    off.handle_event(lost := Req("/_seda/"))
+    assert lost.answer.status == 404
+
+
+def test_the_live_status_page_on_the_web_port(tmp_path):
+    store = new_store(tmp_path)
+    try:
+        store.add_user("alice", "alice-pw")
+    finally:
+        store.pool.close()
+    with serving(tmp_path) as server:
+        client = log_in(server, "alice", "alice-pw")
+        assert get(client, server.url + "/folders").status_code == 200
+        page = requests.get(server.url + "/_seda/", timeout=WAIT)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        for stage in ("arashi.http", "arashi.login", "arashi.folders", "arashi.show"):
+            assert stage in page.text
+        stages = requests.get(server.url + "/_seda/stats.json", timeout=WAIT).json()
+        routed = stages["arashi.http"]["handler"]["routed"]
+        assert routed["login"] >= 1 and routed["folders"] >= 1
+        metrics = requests.get(server.url + "/_seda/metrics", timeout=WAIT).text
+        assert 'seda_stage_processed_total{stage="arashi.folders"}' in metrics
+        assert 'arashi_http_responses_total{code="200"}' in metrics
+        assert 'seda_stage_handler{name="routed.login",stage="arashi.http"}' in metrics
+
+
+class Cookied:
+    def __init__(self, cookie=None):
+        self.cookie = cookie
+
+    def header(self, name):
+        return self.cookie if name.lower() == "cookie" else None
+
+
+def test_admission_with_request_classes_from_a_cookie():
+    assert admission(None, "tier") is None
+    assert admission(0.2).classify is None                  # one class
+    bound = admission(0.2, "tier")
+    assert sorted(bound.classes) == list(range(10))
+    assert all(k.target == 0.2 for k in bound.classes.values())
+    for cookie, cls in (("arashi_session=k; tier=7", 7), ("tier=9", 9), ("tier=12", 0),
+                        ("tier=x", 0), (None, 0), ("\x00broken", 0)):
+        assert bound.classify(Cookied(cookie)) == cls, cookie
+
+
+def test_serve_with_class_cookie(tmp_path):
+    store = new_store(tmp_path)
+    try:
+        store.add_user("alice", "alice-pw")
+    finally:
+        store.pool.close()
+    bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "tier")
+    assert bad.returncode == 1 and "needs --target-p90" in bad.stderr
+    bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "a b", "--target-p90", "50")
+    assert bad.returncode == 1 and "not a cookie name" in bad.stderr
+    with serving(tmp_path, "--target-p90", "500", "--class-cookie", "tier") as server:
+        client = log_in(server, "alice", "alice-pw")
+        client.cookies.set("tier", "9")
+        assert get(client, server.url + "/folders").status_code == 200
