@@ -48,8 +48,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -78,12 +78,17 @@ FULL_USERS = (1, 4, 16, 64, 256, 1024)
 
 # -- generated mail ---------------------------------------------------------------------------
 
-WORDS = ("meeting budget review draft thesis paper deadline lunch server build release "
-         "patch kernel network storage seminar travel invoice report update question answer "
-         "schedule party project results benchmark cluster database query index cache slides "
-         "notes minutes agenda proposal grant summer visit talk demo bug fix crash").split()
-NAMES = ("alice bob carol dave erin frank grace heidi ivan judy mallory niaj olivia peggy "
-         "rupert sybil trent victor walter").split()
+WORDS = [
+    "meeting", "budget", "review", "draft", "thesis", "paper", "deadline", "lunch", "server",
+    "build", "release", "patch", "kernel", "network", "storage", "seminar", "travel", "invoice",
+    "report", "update", "question", "answer", "schedule", "party", "project", "results",
+    "benchmark", "cluster", "database", "query", "index", "cache", "slides", "notes", "minutes",
+    "agenda", "proposal", "grant", "summer", "visit", "talk", "demo", "bug", "fix", "crash"
+]
+NAMES = [
+    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "mallory",
+    "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter"
+]
 DOMAINS = ("cs.example.edu", "example.org", "mail.example.com", "lists.example.net")
 
 
@@ -124,7 +129,7 @@ def make_data(data: Path, accounts: int, most: int, seed: int = 1) -> int:
         store = MailStore(pool)
         hashed = hash_password(PASSWORD)      # one slow hash, shared: setup in seconds
         rng = random.Random(seed)
-        start = datetime(2023, 1, 1, tzinfo=timezone.utc)
+        start = datetime(2023, 1, 1, tzinfo=UTC)
         for a in range(accounts):
             with pool.transaction(write=True) as tx:
                 user = tx.execute("INSERT INTO users (name, password, created) VALUES (?, ?, ?)"
@@ -317,8 +322,7 @@ class User:
         try:
             status, headers, data = await asyncio.wait_for(
                 self.conn.request(method, path, body), 120)
-        except (OSError, asyncio.TimeoutError, Closed, asyncio.IncompleteReadError,
-                ValueError, IndexError):
+        except (TimeoutError, OSError, Closed, asyncio.IncompleteReadError, ValueError, IndexError):
             self.conn.close()
             status, headers, data = 599, {}, b""
         self.rec.record(kind, sent, time.perf_counter(), status)
