@@ -81,7 +81,7 @@ FULL_USERS = (1, 4, 16, 64, 256, 1024)
 WORDS = [
     "meeting", "budget", "review", "draft", "thesis", "paper", "deadline", "lunch", "server",
     "build", "release", "patch", "kernel", "network", "storage", "seminar", "travel", "invoice",
-    "report", "update", "question", "answer", "schedule", "party", "project", "results",
+    "report", "update", "question", "answer", "schedule", "party", "project", "outcome",
     "benchmark", "cluster", "database", "query", "index", "cache", "slides", "notes", "minutes",
     "agenda", "proposal", "grant", "summer", "visit", "talk", "demo", "bug", "fix", "crash"
 ]
@@ -589,7 +589,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"made {args.accounts} accounts with {n} messages in "
                   f"{time.perf_counter() - t:.1f} s", flush=True)
         else:
-            n = -1
+            with contextlib.closing(sqlite3.connect(data / "arashi.db")) as db:
+                n = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         runs = []
         for run in range(1, args.runs + 1):
             for users in args.users:
