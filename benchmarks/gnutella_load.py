@@ -200,6 +200,8 @@ class Generator:
         self.pings: deque[tuple[bytes, Conn]] = deque(maxlen=100_000)    # to answer
         self.queries: deque[tuple[bytes, Conn]] = deque(maxlen=100_000)
         self.hitters: list[Conn] = []                # their servent ids are routable
+        self.hit_from: dict[bytes, Conn] = {}        # a hit's GUID -> who sent it, until it
+        #                                              comes back: the router knows its route
         self.rr = 0
         self.ping_tail = encode_ping(ttl=7)[16:]
         self.query_tail = encode_query("pyseda load", ttl=7)[16:]
@@ -228,8 +230,7 @@ class Generator:
             elif kind == QUERY_HIT and self.queries:
                 guid, conn = self.queries.popleft()
                 data = guid + self.hit_tail[conn.index]
-                if conn not in self.hitters:
-                    self.hitters.append(conn)
+                self.hit_from[guid] = conn
             elif kind == PUSH and len(self.hitters) > 1:
                 target = self.rng.choice(self.hitters)
                 conn = self.next_conn()
@@ -268,6 +269,12 @@ class Generator:
                         self.pings.append((key[:16], conn))
                     elif kind == QUERY:
                         self.queries.append((key[:16], conn))
+                    elif kind == QUERY_HIT:
+                        # a push for its servent is routable only once the router has seen
+                        # the hit: pushed any sooner, one may overtake it on another connection
+                        hitter = self.hit_from.pop(key[:16], None)
+                        if hitter is not None and hitter not in self.hitters:
+                            self.hitters.append(hitter)
             pos += size
         del buf[:pos]
 
