@@ -596,6 +596,8 @@ def parser() -> argparse.ArgumentParser:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--users", type=int, nargs="+", default=list(FULL_USERS))
     p.add_argument("--runs", type=int, default=2, help="runs of each point (default 2)")
+    p.add_argument("--first-run", type=int, default=1,
+                   help="number (and seed) of the first run, to add runs in another invocation")
     p.add_argument("--seconds", type=float, default=20.0, help="measured seconds a run")
     p.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
     p.add_argument("--warmup-large", type=float, metavar="SECONDS",
@@ -654,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.closing(sqlite3.connect(data / "arashi.db")) as db:
                 n = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         runs = []
-        for run in range(1, args.runs + 1):
+        for run in range(args.first_run, args.first_run + args.runs):
             for users in args.users:
                 warmup = args.warmup if users < 256 or args.warmup_large is None \
                     else args.warmup_large
