@@ -613,6 +613,9 @@ def parser() -> argparse.ArgumentParser:
                    " run on a fresh copy of it (CREATE DATABASE ... TEMPLATE)")
     p.add_argument("--out", help="base name in docs/results/ or a path (default arashi_load,"
                    " arashi_load_pg for PostgreSQL)")
+    p.add_argument("--append", action="store_true",
+                   help="keep the runs already in the output's .json (other run numbers) and"
+                   " report and plot them with these")
     p.add_argument("--quick", action="store_true",
                    help="1 and 4 users, 2 accounts of up to 40 messages, 2 s runs")
     return p
@@ -672,6 +675,11 @@ def main(argv: list[str] | None = None) -> int:
             pg.stop()
         if tmp is not None:
             tmp.cleanup()
+    base = Path(args.out) if os.sep in args.out else result_path(args.out)
+    if args.append and base.with_suffix(".json").exists():
+        mine = {(r["users"], r["run"]) for r in runs}
+        runs += [r for r in json.loads(base.with_suffix(".json").read_text())["runs"]
+                 if (r["users"], r["run"]) not in mine]
     runs.sort(key=lambda r: (r["users"], r["run"]))
     setup = {"accounts": args.accounts, "messages": n, "max_messages": args.max_messages,
              "seconds": args.seconds, "warmup": args.warmup, "think_ms": THINK * 1e3,
@@ -679,7 +687,6 @@ def main(argv: list[str] | None = None) -> int:
              "backend": args.backend}
     text = report(runs, setup)
     print(text)
-    base = Path(args.out) if os.sep in args.out else result_path(args.out)
     base.with_suffix(".md").write_text(text)
     base.with_suffix(".json").write_text(json.dumps({"setup": setup, "runs": runs}, indent=1))
     stem = base.with_name(base.name.replace("_load", ""))
