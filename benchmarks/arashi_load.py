@@ -1,6 +1,7 @@
 """Arashi under load (thesis 6.3.4-6.3.5, Figs. 46-48; issue 16): emulated users drive
-``arashi serve`` (SQLite) by the Markov model of Fig. 46, with 20 ms think time, following the
-links and forms of the pages they get back, as the thesis's client did.
+``arashi serve`` (SQLite, or PostgreSQL with ``--backend postgresql``) by the Markov model of
+Fig. 46, with 20 ms think time, following the links and forms of the pages they get back, as
+the thesis's client did.
 
 A data directory is made once: ``--accounts`` users (password ``load-pw``), each with an INBOX of
 1 to ``--max-messages`` generated messages (log-uniform, so most are small and a few have
@@ -11,6 +12,13 @@ users (one asyncio task each, one keep-alive connection each, this process pinne
 run for ``--warmup`` + ``--seconds``; only requests that complete in the last ``--seconds``
 count. Latency is from sending a request (connecting first when need be) to its last byte,
 in an HdrHistogram per request type.
+
+With ``--backend postgresql`` a throwaway server is started as the tests start one
+(``benchmarks/pg_server.py``: initdb in a temporary directory, Unix socket only, fsync off, as
+the unprivileged user ``arashi-pg`` when run as root), pinned to core 0 with ``arashi serve``;
+the same generated mail (same seed) is loaded once into a database that each point copies
+(``CREATE DATABASE ... TEMPLATE``), and ``arashi serve --db URL`` serves the copy. The server is
+stopped and its directory removed at the end.
 
 The states and Fig. 46's transition probabilities (rows sum to 1; the figure's ``_`` cells are 0):
 
@@ -27,9 +35,11 @@ links; the search page has no checkboxes, so no delete or refile) the others are
 
     python -m benchmarks.arashi_load --quick            # a few seconds: 1 and 4 users
     python -m benchmarks.arashi_load                    # Fig. 47's points and Fig. 48
+    python -m benchmarks.arashi_load --backend postgresql   # the same on a throwaway PostgreSQL
 
-Writes docs/results/arashi_load.{md,json} and arashi_fig47.png, arashi_fig48.png (``--out``
-to change the base name).
+Writes docs/results/arashi_load.{md,json} and arashi_fig47.png, arashi_fig48.png (PostgreSQL:
+arashi_load_pg.{md,json}, arashi_pg_fig47.png, arashi_pg_fig48.png; ``--out`` to change the
+base name).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -57,6 +68,7 @@ from urllib.parse import urlencode
 
 from hdrh.histogram import HdrHistogram
 
+from benchmarks.pg_server import PgServer
 from benchmarks.results import result_path
 from benchmarks.serving import REPO, free_port, server
 
@@ -75,6 +87,8 @@ MARKOV: dict[str, list[tuple[str, float]]] = {
                ("search", .01)],
 }
 FULL_USERS = (1, 4, 16, 64, 256, 1024)
+TEMPLATE = "arashi_load"            # PostgreSQL: the loaded database each run copies
+_RUNS = itertools.count(1)
 
 # -- generated mail ---------------------------------------------------------------------------
 
@@ -113,16 +127,20 @@ def folder_sizes(rng: random.Random, most: int) -> dict[str, int]:
     return {"INBOX": logu(most), "Archive": logu(most // 4), "Lists": logu(most // 10)}
 
 
-def make_data(data: Path, accounts: int, most: int, seed: int = 1) -> int:
-    """A data directory with ``accounts`` users ``user0``... and their mail; how many messages."""
+def make_data(data: Path, accounts: int, most: int, seed: int = 1, url: str | None = None
+              ) -> int:
+    """A data directory (or the empty PostgreSQL database ``url``) with ``accounts`` users
+    ``user0``... and their mail; how many messages. The same seed gives the same mail on both
+    backends."""
     sys.path.insert(0, str(REPO / "src"))
     from arashi.db import database_url, open_pool
     from arashi.migrations import migrate
     from arashi.passwords import hash_password
     from arashi.store import MailStore
 
-    data.mkdir(parents=True, exist_ok=True)
-    pool = open_pool(database_url(data))
+    if url is None:
+        data.mkdir(parents=True, exist_ok=True)
+    pool = open_pool(database_url(data, url))
     total = 0
     try:
         migrate(pool)
@@ -144,8 +162,13 @@ def make_data(data: Path, accounts: int, most: int, seed: int = 1) -> int:
                     for _ in range(n)])
     finally:
         pool.close()
-    with contextlib.closing(sqlite3.connect(data / "arashi.db")) as db:  # all in one file
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if url is None:
+        with contextlib.closing(sqlite3.connect(data / "arashi.db")) as db:  # all in one file
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    else:
+        import psycopg
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
     return total
 
 
@@ -460,18 +483,29 @@ async def drive(port: int, users: int, accounts: int, warmup: float, seconds: fl
 
 
 def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
-            seed: int = 1) -> dict[str, Any]:
-    """One point: a fresh copy of the database, a fresh server, ``users`` emulated users."""
+            seed: int = 1, pg: PgServer | None = None, template: str = TEMPLATE
+            ) -> dict[str, Any]:
+    """One point: a fresh copy of the database (SQLite: of ``db/arashi.db``; PostgreSQL: of the
+    database ``template`` on ``pg``), a fresh server, ``users`` emulated users."""
     with tempfile.TemporaryDirectory(prefix="arashi-load-") as tmp:
         data = Path(tmp)
-        shutil.copy(db / "arashi.db", data / "arashi.db")
         port = free_port()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]))
-        cmd = [sys.executable, "-m", "arashi", "serve", "--data", str(data), "--bind",
+        if pg is None:
+            shutil.copy(db / "arashi.db", data / "arashi.db")
+            where = ["--data", str(data)]
+        else:
+            name = f"arashi_run_{os.getpid()}_{next(_RUNS)}"
+            where = ["--db", pg.new_database(name, template=template)]
+        cmd = [sys.executable, "-m", "arashi", "serve", *where, "--bind",
                f"127.0.0.1:{port}", "--smtp-bind", "127.0.0.1:0", "--domain", "example.org"]
-        with server(cmd, port, env):
-            rec = asyncio.run(drive(port, users, accounts, warmup, seconds, seed))
+        try:
+            with server(cmd, port, env):
+                rec = asyncio.run(drive(port, users, accounts, warmup, seconds, seed))
+        finally:
+            if pg is not None:
+                pg.drop_database(name)
     per = {t: {"count": h.get_total_count(), "p90_ms": h.get_value_at_percentile(90) / 1e3,
                "mean_ms": h.get_mean_value() / 1e3}
            for t, h in rec.hists.items() if h.get_total_count()}
@@ -485,8 +519,12 @@ def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
 # -- report -----------------------------------------------------------------------------------
 
 def report(runs: list[dict], setup: dict) -> str:
-    out = [f"Arashi under load (SQLite): {setup['accounts']} accounts, {setup['messages']} "
-           f"messages, {setup['warmup']:g} s warm-up + {setup['seconds']:g} s measured per run, "
+    backend = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}[setup.get("backend", "sqlite")]
+    large = (f" ({setup['warmup_large']:g} s from 256 users on)"
+             if setup.get("warmup_large") is not None else "")
+    out = [f"Arashi under load ({backend}): {setup['accounts']} accounts, {setup['messages']} "
+           f"messages, {setup['warmup']:g} s warm-up{large} + {setup['seconds']:g} s measured "
+           "per run, "
            f"20 ms think time; server on core 0, users on core 1.", "",
            "| users | run | requests/s | p50 ms | p90 ms | 503 | errors |",
            "|---:|---:|---:|---:|---:|---:|---|"]
@@ -502,7 +540,8 @@ def report(runs: list[dict], setup: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def plot(runs: list[dict], fig47: str, fig48: str, fig48_users: tuple[int, ...]) -> None:
+def plot(runs: list[dict], fig47: str, fig48: str, fig48_users: tuple[int, ...],
+         backend: str = "SQLite") -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -529,7 +568,7 @@ def plot(runs: list[dict], fig47: str, fig48: str, fig48_users: tuple[int, ...])
     ax.set_ylim(bottom=0)
     ax2.set_ylim(bottom=0)
     fig.legend(loc="upper left", bbox_to_anchor=(0.12, 0.88))
-    ax.set_title("Arashi on SQLite (cf. thesis Fig. 47)")
+    ax.set_title(f"Arashi on {backend} (cf. thesis Fig. 47)")
     fig.tight_layout()
     fig.savefig(fig47, dpi=110)
     plt.close(fig)
@@ -545,7 +584,7 @@ def plot(runs: list[dict], fig47: str, fig48: str, fig48_users: tuple[int, ...])
     ax.set_xticks([j + width * (len(shown) - 1) / 2 for j in range(len(TYPES))], TYPES)
     ax.set_yscale("log")
     ax.set_ylabel("90th-percentile response time (ms)")
-    ax.set_title("p90 per request type (cf. thesis Fig. 48; the worse of the runs)")
+    ax.set_title(f"{backend}: p90 per request type (cf. thesis Fig. 48; the worse of the runs)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(fig48, dpi=110)
@@ -557,16 +596,34 @@ def parser() -> argparse.ArgumentParser:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--users", type=int, nargs="+", default=list(FULL_USERS))
     p.add_argument("--runs", type=int, default=2, help="runs of each point (default 2)")
+    p.add_argument("--first-run", type=int, default=1,
+                   help="number (and seed) of the first run, to add runs in another invocation")
     p.add_argument("--seconds", type=float, default=20.0, help="measured seconds a run")
     p.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
+    p.add_argument("--warmup-large", type=float, metavar="SECONDS",
+                   help="warm-up from 256 users on (default --warmup); a login storm there"
+                   " takes tens of seconds to drain")
     p.add_argument("--accounts", type=int, default=128)
     p.add_argument("--max-messages", type=int, default=4000)
     p.add_argument("--fig48", type=int, nargs="+", default=[16, 1024])
-    p.add_argument("--data", help="reuse (or make) this data directory")
-    p.add_argument("--out", default="arashi_load", help="base name in docs/results/ or a path")
+    p.add_argument("--data", help="reuse (or make) this data directory (SQLite only)")
+    p.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite",
+                   help="postgresql: a throwaway server (initdb in a temporary directory, Unix"
+                   " socket, on core 0 with arashi), the same generated mail loaded once, each"
+                   " run on a fresh copy of it (CREATE DATABASE ... TEMPLATE)")
+    p.add_argument("--out", help="base name in docs/results/ or a path (default arashi_load,"
+                   " arashi_load_pg for PostgreSQL)")
+    p.add_argument("--append", action="store_true",
+                   help="keep the runs already in the output's .json (other run numbers) and"
+                   " report and plot them with these")
     p.add_argument("--quick", action="store_true",
                    help="1 and 4 users, 2 accounts of up to 40 messages, 2 s runs")
     return p
+
+
+def _pinned() -> bool:
+    """Whether there are two cores to split: the server on 0, the users on 1."""
+    return hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -574,16 +631,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.users, args.runs, args.seconds, args.warmup = [1, 4], 1, 1.5, 0.5
         args.accounts, args.max_messages, args.fig48 = 2, 40, [1, 4]
-    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:
+    pinned = _pinned()
+    if pinned:
         os.sched_setaffinity(0, {1})
+    if args.out is None:
+        args.out = "arashi_load_pg" if args.backend == "postgresql" else "arashi_load"
     tmp = None
-    if args.data:
+    pg = None
+    if args.data and args.backend == "sqlite":
         data = Path(args.data)
     else:
         tmp = tempfile.TemporaryDirectory(prefix="arashi-data-")
         data = Path(tmp.name)
     try:
-        if not (data / "arashi.db").exists():
+        if args.backend == "postgresql":
+            pg = PgServer(cores="0" if pinned else None)
+            t = time.perf_counter()
+            n = make_data(data, args.accounts, args.max_messages, url=pg.new_database(TEMPLATE))
+            print(f"made {args.accounts} accounts with {n} messages in PostgreSQL in "
+                  f"{time.perf_counter() - t:.1f} s", flush=True)
+        elif not (data / "arashi.db").exists():
             t = time.perf_counter()
             n = make_data(data, args.accounts, args.max_messages)
             print(f"made {args.accounts} accounts with {n} messages in "
@@ -592,27 +659,39 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.closing(sqlite3.connect(data / "arashi.db")) as db:
                 n = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         runs = []
-        for run in range(1, args.runs + 1):
+        for run in range(args.first_run, args.first_run + args.runs):
             for users in args.users:
-                r = measure(data, users, args.accounts, args.warmup, args.seconds, seed=run)
+                warmup = args.warmup if users < 256 or args.warmup_large is None \
+                    else args.warmup_large
+                r = measure(data, users, args.accounts, warmup, args.seconds, seed=run, pg=pg)
+                r["warmup"] = warmup
                 r["run"] = run
                 runs.append(r)
                 print(f"{users:5d} users run {run}: {r['throughput']:7.1f} req/s, "
                       f"p90 {r['p90_ms']:8.1f} ms, 503s {r['busy_503']}, errors {r['errors']}",
                       flush=True)
     finally:
+        if pg is not None:
+            pg.stop()
         if tmp is not None:
             tmp.cleanup()
+    base = Path(args.out) if os.sep in args.out else result_path(args.out)
+    if args.append and base.with_suffix(".json").exists():
+        mine = {(r["users"], r["run"]) for r in runs}
+        runs += [r for r in json.loads(base.with_suffix(".json").read_text())["runs"]
+                 if (r["users"], r["run"]) not in mine]
     runs.sort(key=lambda r: (r["users"], r["run"]))
     setup = {"accounts": args.accounts, "messages": n, "max_messages": args.max_messages,
-             "seconds": args.seconds, "warmup": args.warmup, "think_ms": THINK * 1e3}
+             "seconds": args.seconds, "warmup": args.warmup, "think_ms": THINK * 1e3,
+             "warmup_large": args.warmup_large,
+             "backend": args.backend}
     text = report(runs, setup)
     print(text)
-    base = Path(args.out) if os.sep in args.out else result_path(args.out)
     base.with_suffix(".md").write_text(text)
     base.with_suffix(".json").write_text(json.dumps({"setup": setup, "runs": runs}, indent=1))
     stem = base.with_name(base.name.replace("_load", ""))
-    plot(runs, f"{stem}_fig47.png", f"{stem}_fig48.png", tuple(args.fig48))
+    plot(runs, f"{stem}_fig47.png", f"{stem}_fig48.png", tuple(args.fig48),
+         "PostgreSQL" if args.backend == "postgresql" else "SQLite")
     return 0
 
 
