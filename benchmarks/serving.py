@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,22 +23,30 @@ def free_port() -> int:
 def server(cmd: list[str], port: int, env: dict[str, str] | None = None,
            ) -> Iterator[subprocess.Popen]:
     """Run ``cmd`` from the repository on core 0 until the block ends; its port must accept
-    within 30 s. Yields the process (its pid is the server's: taskset execs it)."""
-    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{cmd[0]} did not start")
-            time.sleep(0.1)
-        yield proc
-    finally:
-        proc.terminate()
+    within 30 s. Yields the process (its pid is the server's: taskset execs it). A server that
+    does not start is reported with the end of what it wrote to standard error."""
+    # a file, not a pipe: a chatty server never blocks on it
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(["taskset", "-c", "0", *cmd], cwd=REPO,
+                                stdout=subprocess.DEVNULL, stderr=errors, env=env)
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(OSError), \
+                        socket.create_connection(("127.0.0.1", port), 1):
+                    break
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    errors.seek(0)
+                    said = errors.read()[-2000:].decode(errors="replace").strip()
+                    why = "exited" if proc.poll() is not None else "did not accept in 30 s"
+                    raise RuntimeError(f"{cmd[0]} did not start ({why}): "
+                                       f"{said or 'nothing on stderr'}")
+                time.sleep(0.1)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
