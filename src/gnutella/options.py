@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seda import ConfigError
+from seda.config import check, check_whole
 
 from .addresses import Address
 from .parser import DEFAULT_MAX_PAYLOAD
@@ -37,29 +38,29 @@ class Options:
     status: Address | None = None       # serve /_seda/ (page and metrics) here
 
     def __post_init__(self) -> None:
-        _check(self, "host", isinstance(self.host, str) and bool(self.host), "an address")
-        _whole(self, "port", 0, 65535)
-        _check(self, "peers", isinstance(self.peers, tuple)
+        check(self, "host", isinstance(self.host, str) and bool(self.host), "an address")
+        check_whole(self, "port", 0, 65535)
+        check(self, "peers", isinstance(self.peers, tuple)
                and all(_is_address(p) for p in self.peers), "a tuple of (host, port) pairs")
-        _whole(self, "hostcache_size", 1)
-        _whole(self, "max_connections", 1)
-        _whole(self, "outgoing", 0)
-        _check(self, "retry", isinstance(self.retry, tuple) and len(self.retry) == 2
+        check_whole(self, "hostcache_size", 1)
+        check_whole(self, "max_connections", 1)
+        check_whole(self, "outgoing", 0)
+        check(self, "retry", isinstance(self.retry, tuple) and len(self.retry) == 2
                and all(_number(t) and t > 0 for t in self.retry)
                and self.retry[0] <= self.retry[1], "(first, longest) seconds > 0")
-        _check(self, "query_delay", _number(self.query_delay) and self.query_delay >= 0,
+        check(self, "query_delay", _number(self.query_delay) and self.query_delay >= 0,
                "seconds >= 0")
-        _whole(self, "router_threads", 1)
-        _whole(self, "router_queue", 1)
-        _whole(self, "max_pending", 1)
-        _whole(self, "max_payload", 1, 2**32 - 1)
-        _whole(self, "max_ttl", 1, 255)
-        _check(self, "handshake_timeout", _number(self.handshake_timeout)
+        check_whole(self, "router_threads", 1)
+        check_whole(self, "router_queue", 1)
+        check_whole(self, "max_pending", 1)
+        check_whole(self, "max_payload", 1, 2**32 - 1)
+        check_whole(self, "max_ttl", 1, 255)
+        check(self, "handshake_timeout", _number(self.handshake_timeout)
                and self.handshake_timeout > 0, "seconds > 0")
-        _check(self, "deflate", isinstance(self.deflate, bool), "true or false")
-        _check(self, "user_agent", isinstance(self.user_agent, str) and self.user_agent
+        check(self, "deflate", isinstance(self.deflate, bool), "true or false")
+        check(self, "user_agent", isinstance(self.user_agent, str) and self.user_agent
                and self.user_agent.isprintable(), "a printable name")
-        _check(self, "status", self.status is None or _is_address(self.status, any_port=True),
+        check(self, "status", self.status is None or _is_address(self.status, any_port=True),
                "a (host, port) pair")
         if self.hostcache is not None:
             self._check_hostcache()
@@ -87,16 +88,3 @@ def _is_address(value: Any, any_port: bool = False) -> bool:
     return (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
             and isinstance(value[1], int) and not isinstance(value[1], bool)
             and (0 if any_port else 1) <= value[1] <= 65535)
-
-
-def _check(options: Options, name: str, ok: Any, expected: str) -> None:
-    if not ok:
-        raise ConfigError(f"{name}: expected {expected}, got {getattr(options, name)!r}")
-
-
-def _whole(options: Options, name: str, low: int, high: int | None = None) -> None:
-    value = getattr(options, name)
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-    _check(options, name, ok and (high is None or value <= high),
-           f"a whole number from {low} to {high}" if high is not None
-           else f"a whole number >= {low}")

@@ -8,9 +8,9 @@ import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from seda import ConfigError
+from seda.config import check, check_whole
 from seda.http import Limits
 
 from .cache import POLICIES
@@ -50,20 +50,20 @@ class Options:
 
     def __post_init__(self) -> None:
         for name in ("allow_outside", "reuse_port", "status", "underscore_headers"):
-            _check(self, name, isinstance(getattr(self, name), bool), "true or false")
-        _check(self, "host", isinstance(self.host, str), "a host name or address")
-        _whole(self, "port", 0, 65535)
-        _whole(self, "workers", 1)
-        _whole(self, "threads", 1)
-        _whole(self, "cache_bytes", 0)
-        _whole(self, "max_entry", 0)
-        _check(self, "cache_policy", self.cache_policy in POLICIES,
+            check(self, name, isinstance(getattr(self, name), bool), "true or false")
+        check(self, "host", isinstance(self.host, str), "a host name or address")
+        check_whole(self, "port", 0, 65535)
+        check_whole(self, "workers", 1)
+        check_whole(self, "threads", 1)
+        check_whole(self, "cache_bytes", 0)
+        check_whole(self, "max_entry", 0)
+        check(self, "cache_policy", self.cache_policy in POLICIES,
                f"one of {', '.join(sorted(POLICIES))}")
         _seconds(self, "recheck", zero=True)
         _seconds(self, "graceful_timeout")
         if self.target_p90 is not None:
             _seconds(self, "target_p90")
-        _check(self, "limits", isinstance(self.limits, Limits), "a seda.http.Limits")
+        check(self, "limits", isinstance(self.limits, Limits), "a seda.http.Limits")
         self._check_apps()
         self._check_paths()
         self._check_tls()
@@ -74,10 +74,10 @@ class Options:
     def _check_apps(self) -> None:
         seen = set()
         for entry in self.apps:
-            _check(self, "apps", isinstance(entry, tuple) and len(entry) == 2,
+            check(self, "apps", isinstance(entry, tuple) and len(entry) == 2,
                    "a list of (prefix, WSGI application) pairs")
             prefix, app = entry
-            _check(self, "apps", isinstance(prefix, str) and prefix.startswith("/"),
+            check(self, "apps", isinstance(prefix, str) and prefix.startswith("/"),
                    "prefixes that start with /")
             if prefix in seen:
                 raise ConfigError(f"apps: two applications at {prefix!r}")
@@ -93,7 +93,7 @@ class Options:
         header = self.class_header
         kind, sep, name = header.partition(":") if isinstance(header, str) else ("", "", "")
         named = name if sep and kind.lower() == "cookie" else kind and not sep
-        _check(self, "class_header", named, "a header name, or cookie:NAME")
+        check(self, "class_header", named, "a header name, or cookie:NAME")
         if self.target_p90 is None:
             raise ConfigError("class_header needs target_p90: request classes matter only "
                               "under admission control")
@@ -112,7 +112,7 @@ class Options:
         if (self.certfile is None) != (self.keyfile is None):
             raise ConfigError("certfile and keyfile go together: give both, or neither")
         if self.certfile is None:
-            _check(self, "ssl_context", self.ssl_context is None
+            check(self, "ssl_context", self.ssl_context is None
                    or isinstance(self.ssl_context, ssl.SSLContext), "an ssl.SSLContext")
             return
         if self.ssl_context is not None:
@@ -131,28 +131,15 @@ class Options:
                               "is either off or on its own address")
         host, port = (self.status_bind if isinstance(self.status_bind, tuple)
                       and len(self.status_bind) == 2 else (None, None))
-        _check(self, "status_bind", isinstance(host, str) and isinstance(port, int)
+        check(self, "status_bind", isinstance(host, str) and isinstance(port, int)
                and not isinstance(port, bool) and 0 <= port <= 65535, "a (host, port) pair")
-
-
-def _check(options: Options, name: str, ok: Any, expected: str) -> None:
-    if not ok:
-        raise ConfigError(f"{name}: expected {expected}, got {getattr(options, name)!r}")
-
-
-def _whole(options: Options, name: str, low: int, high: int | None = None) -> None:
-    value = getattr(options, name)
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-    _check(options, name, ok and (high is None or value <= high),
-           f"a whole number from {low} to {high}" if high is not None
-           else f"a whole number >= {low}")
 
 
 def _seconds(options: Options, name: str, zero: bool = False) -> None:
     """A number of seconds > 0 (>= 0 with ``zero``)."""
     value = getattr(options, name)
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    _check(options, name, ok and (value >= 0 if zero else value > 0),
+    check(options, name, ok and (value >= 0 if zero else value > 0),
            f"a number of seconds {'>=' if zero else '>'} 0")
 
 

@@ -109,3 +109,20 @@ def _stage_args(spec: Any, where: str) -> dict[str, Any]:
             predicate = _instantiate(predicate, f"{where}.predicate")
         args["predicate"] = predicate
     return args
+
+
+# -- checking a service's options where they live (haboob.options, gnutella.options) ------------
+
+def check(options: Any, name: str, ok: Any, expected: str) -> None:
+    """Raise ConfigError naming setting ``name`` of ``options`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{name}: expected {expected}, got {getattr(options, name)!r}")
+
+
+def check_whole(options: Any, name: str, low: int, high: int | None = None) -> None:
+    """Setting ``name`` is a whole number (not a bool) from ``low`` (to ``high``)."""
+    value = getattr(options, name)
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
+    check(options, name, ok and (high is None or value <= high),
+          f"a whole number from {low} to {high}" if high is not None
+          else f"a whole number >= {low}")
