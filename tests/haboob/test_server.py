@@ -16,6 +16,7 @@ import seda
 from haboob.server import Options, build
 
 from tests.helpers import WAIT, certs
+from tests.helpers.net import fetch
 
 
 def hello_app(environ, start_response):
@@ -48,15 +49,6 @@ def haboob(site):
     yield start
     for rt in runtimes:
         rt.stop()
-
-
-def fetch(address, path, headers=None, method="GET"):
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request(method, path, headers=headers or {})
-    r = c.getresponse()
-    body = r.read()
-    c.close()
-    return r, body
 
 
 def test_static_files_cache_and_validators(haboob, site):

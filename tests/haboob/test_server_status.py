@@ -4,9 +4,7 @@ page itself: tests/seda/status/.)"""
 
 from __future__ import annotations
 
-import http.client
 import json
-import time
 
 import pytest
 
@@ -14,6 +12,8 @@ import seda
 from haboob.cli import parse
 from haboob.server import Options, build
 from seda.status import served_at
+
+from tests.helpers.net import fetch, until
 
 WAIT = 10.0
 
@@ -55,24 +55,6 @@ def haboob(site):
     yield start
     for rt in runtimes:
         rt.stop()
-
-
-def fetch(address, path, method="GET"):
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request(method, path)
-    r = c.getresponse()
-    body = r.read()
-    c.close()
-    return r, body
-
-
-def until(value, ok):
-    """Poll ``value()`` until ``ok`` of it (what a timer or another thread does next)."""
-    deadline = time.monotonic() + WAIT
-    while not ok(v := value()):
-        assert time.monotonic() < deadline, v
-        time.sleep(0.01)
-    return v
 
 
 def test_the_page_counts_requests_responses_and_errors(haboob):

@@ -5,17 +5,17 @@ tests/haboob/test_supervisor.py.)"""
 
 from __future__ import annotations
 
-import http.client
 import json
 import shutil
 import subprocess
-import time
 
 import pytest
 
 import seda
 from seda.http import Response, responses, serve
 from seda.status import PREFIX, add_status, served_at
+
+from tests.helpers.net import fetch, until
 
 WAIT = 10.0
 
@@ -60,24 +60,6 @@ def start(rt, own_address=False):
     listener = serve(rt, ("127.0.0.1", 0), rt.sink("svc"))
     rt.start()
     return listener.address[:2], status
-
-
-def fetch(address, path, method="GET"):
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request(method, path)
-    r = c.getresponse()
-    body = r.read()
-    c.close()
-    return r, body
-
-
-def until(value, ok):
-    """Poll ``value()`` until ``ok`` of it (what another thread does next), within WAIT."""
-    deadline = time.monotonic() + WAIT
-    while not ok(v := value()):
-        assert time.monotonic() < deadline, v
-        time.sleep(0.01)
-    return v
 
 
 def test_mounted_in_a_service_it_counts_the_services_requests(runtime):
