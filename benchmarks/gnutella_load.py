@@ -135,31 +135,32 @@ class Conn:
         self.inbuf = bytearray()
 
 
-def connect(address: tuple[str, int], index: int, timeout: float = 10.0) -> Conn:
-    """A 0.6 handshake as an ultrapeer without deflate, then a ping of TTL 1 that only the
-    router answers: once its pong is back, the router routes for this connection."""
-    sock = socket.create_connection(address, timeout)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    hs = Connector(Settings(user_agent="pyseda-gnutella-load/1", ultrapeer=True, deflate=False))
+def handshake(sock: socket.socket, hs: Connector) -> bytes:
+    """Run the connecting side's handshake on a blocking socket; the bytes that followed it
+    (the start of the descriptor stream). Refused or cut short: ConnectionError."""
     events = deque(hs.start())
-    extra = b""
     while True:
         while events:
             ev = events.popleft()
             if isinstance(ev, Send):
                 sock.sendall(ev.data)
             elif isinstance(ev, Established):
-                extra = ev.extra
-                break
+                return ev.extra
             else:
                 raise ConnectionError(f"handshake: {ev}")
-        else:
-            data = sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed during the handshake")
-            events.extend(hs.receive(data))
-            continue
-        break
+        data = sock.recv(65536)
+        if not data:
+            raise ConnectionError("closed during the handshake")
+        events.extend(hs.receive(data))
+
+
+def connect(address: tuple[str, int], index: int, timeout: float = 10.0) -> Conn:
+    """A 0.6 handshake as an ultrapeer without deflate, then a ping of TTL 1 that only the
+    router answers: once its pong is back, the router routes for this connection."""
+    sock = socket.create_connection(address, timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    hs = Connector(Settings(user_agent="pyseda-gnutella-load/1", ultrapeer=True, deflate=False))
+    extra = handshake(sock, hs)
     probe = encode_ping(ttl=1)
     sock.sendall(probe)
     buf = bytearray(extra)

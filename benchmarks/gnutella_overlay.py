@@ -34,6 +34,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from benchmarks.gnutella_load import handshake
 from benchmarks.results import result_path
 from benchmarks.serving import REPO
 from gnutella.descriptors import (
@@ -48,7 +49,7 @@ from gnutella.descriptors import (
     encode_query_hit,
     new_guid,
 )
-from gnutella.handshake import Connector, Established, Send, Settings
+from gnutella.handshake import Connector, Settings
 from gnutella.parser import DescriptorParser
 
 WAIT = 20.0                   # the longest any single step waits
@@ -210,25 +211,10 @@ class Servent:
         sock.settimeout(WAIT)
         sock.connect(("127.0.0.1", port))
         hs = Connector(Settings(user_agent="overlay-servent/1", deflate=False))
-        events = deque(hs.start())
-        rest = b""
-        while True:
-            while events:
-                ev = events.popleft()
-                if isinstance(ev, Send):
-                    sock.sendall(ev.data)
-                elif isinstance(ev, Established):
-                    rest = ev.extra
-                    break
-                else:
-                    raise RuntimeError(f"servent {index} refused: {ev}")
-            else:
-                data = sock.recv(65536)
-                if not data:
-                    raise ConnectionError("closed during the handshake")
-                events.extend(hs.receive(data))
-                continue
-            break
+        try:
+            rest = handshake(sock, hs)
+        except ConnectionError as exc:
+            raise RuntimeError(f"servent {index} refused: {exc}") from None
         sock.settimeout(None)
         servent = cls(index, sock)
         if read:
