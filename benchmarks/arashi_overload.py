@@ -171,6 +171,11 @@ def _setup_line(setup: Setup) -> str:
             "on core 1.")
 
 
+def _nan(values: list[Any]) -> list[float]:
+    """Gaps (None: nothing that second) as NaN, which matplotlib leaves out."""
+    return [float("nan") if v is None else v for v in values]
+
+
 def _plt() -> Any:
     import matplotlib
     matplotlib.use("Agg")
@@ -219,18 +224,16 @@ def over_time(runs: list[Run], setup: Setup, path: Path, title: str, group: str 
     plt = _plt()
     fig, axes = plt.subplots(3 if quality else 2, 1, sharex=True, figsize=(9, 7.5 if quality
                                                                             else 5.5))
-    for run in runs:
-        s = run.result["series"][group]
-        axes[0].plot(s["t"], [v if v is not None else float("nan") for v in s["p90_ms"]],
-                     label=run.label, lw=1)
-        axes[1].plot(s["t"], [v if v is not None else float("nan") for v in s["refused"]],
-                     label=run.label, lw=1)
+    for i, run in enumerate(runs):
+        s, color = run.result["series"][group], f"C{i}"
+        axes[0].plot(s["t"], _nan(s["p90_ms"]), label=run.label, lw=1, color=color)
+        axes[1].plot(s["t"], _nan(s["refused"]), label=run.label, lw=1, color=color)
         if quality:
             for stage, ls in (("arashi.messages", "-"), ("arashi.search", ":")):
                 t, q = stage_sample(run, stage, "quality")
                 if any(v is not None for v in q):
-                    axes[2].step(t, [v if v is not None else float("nan") for v in q],
-                                 where="post", ls=ls, label=f"{run.label}: {stage[7:]}")
+                    axes[2].step(t, _nan(q), where="post", ls=ls, color=color,
+                                 label=f"{run.label}: {stage[7:]}")
     axes[0].axhline(setup.target * 1000, color="grey", ls="--", lw=0.8)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("p90 of admitted (ms)")
@@ -273,15 +276,15 @@ def fig52_report(setup: Setup, runs: list[Run], out: Path) -> str:
     rows = []
     for run in runs:
         t, est = stage_sample(run, "arashi.folders", "p90_ms")
-        ax_p.plot(t, [v if v is not None else float("nan") for v in est],
+        ax_p.plot(t, _nan(est),
                   label=f"{run.label}: p90 estimate")
         s = series(run.result["rows"], run.result["seconds"], kind="folders")
-        ax_p.plot(s["t"], [v if v is not None else float("nan") for v in s["p90_ms"]], ls=":",
+        ax_p.plot(s["t"], _nan(s["p90_ms"]), ls=":",
                   label=f"{run.label}: p90 seen by users")
         key, what = ("rate", "admission rate (req/s)") if run.label == "rtc" else \
             ("bound", "queue bound (requests)")
         t, act = stage_sample(run, "arashi.folders", key)
-        ax_a.plot(t, [v if v is not None else float("nan") for v in act],
+        ax_a.plot(t, _nan(act),
                   label=f"{run.label}: {what}")
         _, first, last = spike(setup)
         f = window(run, setup, first, last)["types"].get("folders", {})
@@ -325,7 +328,7 @@ def fig53_report(setup: Setup, runs: list[Run], out: Path) -> str:
     rows = []
     for label, points in _points(runs).items():
         sums = [(u, window(r, setup, *steady(setup, u)[1:])) for u, r in points]
-        ax_p.plot([u for u, _ in sums], [s["p90_ms"] or float("nan") for _, s in sums],
+        ax_p.plot([u for u, _ in sums], _nan([s["p90_ms"] for _, s in sums]),
                   marker="o", label=label)
         ax_r.plot([u for u, _ in sums], [s["refused"] or 0.0 for _, s in sums], marker="o",
                   label=label)
@@ -421,10 +424,8 @@ def fig58_report(setup: Setup, runs: list[Run], out: Path) -> str:
     for i, run in enumerate(runs):
         for group in (LOW, HIGH):
             s = run.result["series"][group.name]
-            axes[0][i].plot(s["t"], [v if v is not None else float("nan")
-                                     for v in s["p90_ms"]], label=group.name, lw=1)
-            axes[1][i].plot(s["t"], [v if v is not None else float("nan")
-                                     for v in s["refused"]], label=group.name, lw=1)
+            axes[0][i].plot(s["t"], _nan(s["p90_ms"]), label=group.name, lw=1)
+            axes[1][i].plot(s["t"], _nan(s["refused"]), label=group.name, lw=1)
             w = window(run, setup, first, last, group.name)
             rows.append([run.label, group.name, w["p90_ms"], w["refused"], w["goodput_c"]])
         axes[0][i].set_title(run.label, fontsize="small")

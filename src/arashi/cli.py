@@ -129,6 +129,10 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--admission-at", choices=PLACES,
                        help="with --target-p90: stage (default), a controller per request "
                        "type's stage; front: one stage and one controller for every request")
+    serve.add_argument("--degrade", action="store_true",
+                       help="with --target-p90: shorter message lists and no search while "
+                       "those pages are over the target (quality first, then admission "
+                       "control on them unless --admission none)")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -223,9 +227,12 @@ def _serve(args: argparse.Namespace) -> None:
                           "under admission control")
         if not _COOKIE_NAME.fullmatch(args.class_cookie):
             raise Failure(f"--class-cookie {args.class_cookie!r} is not a cookie name")
-    for name, value in (("--admission", args.admission), ("--admission-at", args.admission_at)):
+    for name, value in (("--admission", args.admission), ("--admission-at", args.admission_at),
+                        ("--degrade", args.degrade or None)):
         if value is not None and args.target_p90 is None:
             raise Failure(f"{name} needs --target-p90: the target is what it holds")
+    if args.degrade and (args.admission_at == "front" or args.class_cookie is not None):
+        raise Failure("--degrade works on each request type's stage, for one class of requests")
     try:
         check(args.admission or "bound", args.class_cookie)
     except ValueError as exc:
@@ -247,7 +254,7 @@ def _serve(args: argparse.Namespace) -> None:
                        web_bind=args.bind, target_p90=None if args.target_p90 is None
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,
                        admission=args.admission or "bound",
-                       admission_at=args.admission_at or "stage",
+                       admission_at=args.admission_at or "stage", degrade=args.degrade,
                        reuse_port=worker, status_dir=args.status_dir)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):

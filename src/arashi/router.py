@@ -20,6 +20,7 @@ from seda.control import ThreadPoolController
 from seda.http import Response, mount, serve
 from seda.status import PREFIX, add_status
 
+from .degrade import degrade as degrade_pages
 from .overload import admission, front_door
 from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, Web
 
@@ -88,7 +89,7 @@ class Router(seda.EventHandler):
 
 def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
               target_p90: float | None = None, class_cookie: str | None = None,
-              policy: str = "bound", front: bool = False,
+              policy: str = "bound", front: bool = False, degrade: bool = False,
               sock: Any = None, status: bool = True, reuse_port: bool = False,
               status_dir: str | None = None) -> Any:
     """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
@@ -98,14 +99,20 @@ def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int
     as they would have together), the whole request under one predicate; ``status``: the
     /_seda/ page on the same port (``status_dir``: the directory the workers of ``arashi
     serve --workers N`` share their snapshots in, so each one's page shows them all);
-    ``reuse_port``: a worker's listener."""
+    ``reuse_port``: a worker's listener; ``degrade``: shorter message lists and no search
+    while those stages are over ``target_p90`` (degrade.py; their own controller is then the
+    thesis's, switched on at the lowest quality unless ``policy`` is none)."""
     apps = {kind: web.app(handler, login=login, methods=methods)
             for kind, (handler, login, methods) in REQUEST_TYPES.items()}
     stages = {"front": front_door(apps, kind_of)} if front else apps
+    guards: dict[str, Any] = {}
+    if degrade and target_p90 is not None:
+        guards = degrade_pages(rt, web, target_p90, readmit=policy != "none")
     mounted = {name: mount(rt, app, name=stage_name(name),
                            threads=ThreadPoolController(max=threads * len(apps) // len(stages),
                                                         queue_threshold=4),
-                           predicate=admission(target_p90, class_cookie, policy),
+                           predicate=guards[name] if name in guards else admission(
+                               target_p90, class_cookie, policy),
                            server_name=bind[0], server_port=bind[1])
                for name, app in stages.items()}
     sinks = {kind: mounted["front" if front else kind] for kind in apps}

@@ -60,6 +60,7 @@ class Options:
     class_cookie: str | None = None                   # with target_p90: request class 0-9 from it
     admission: str = "bound"                          # with target_p90: overload.POLICIES
     admission_at: str = "stage"                       # or "front": one stage, one predicate
+    degrade: bool = False                             # with target_p90: degrade.py
     session_lifetime: float = LIFETIME                # seconds a session lives unused
     reuse_port: bool = False                          # a worker of several (serve --workers)
     status_dir: str | None = None                     # the workers' shared status snapshots
@@ -133,6 +134,7 @@ def build(rt: seda.Runtime, options: Options) -> Service:
                                      class_cookie=options.class_cookie,
                                      policy=options.admission,
                                      front=options.admission_at == "front",
+                                     degrade=options.degrade,
                                      reuse_port=options.reuse_port,
                                      status_dir=options.status_dir)
             except OSError as exc:

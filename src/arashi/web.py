@@ -128,6 +128,9 @@ class Web:
         self.store, self.sessions = store, sessions
         self.throttle = throttle or LoginThrottle()
         self.env = templates()
+        # what service degradation (degrade.py) lowers under load, read by the pages
+        self.list_size = PAGE           # messages a list page shows
+        self.searching = True           # False: a search answers that it is paused
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -283,10 +286,11 @@ def messages(web: Web, req: Request) -> bytes:
     if sort not in LIST_SORTS:
         sort = "date"
     order = "asc" if req.arg("order") == "asc" else "desc"
-    pages = max(1, math.ceil(folder.count / PAGE))
+    size = web.list_size
+    pages = max(1, math.ceil(folder.count / size))
     page = min(max(1, number(req.arg("page", "1"))), pages)
     rows = web.store.messages(req.user, folder_id, sort=SORTS[sort], descending=order == "desc",
-                              offset=(page - 1) * PAGE, limit=PAGE)
+                              offset=(page - 1) * size, limit=size)
     return web.page("messages.html", req, folder=folder, folders=list(mine.values()),
                     messages=rows, page=page, pages=pages, sort=sort, order=order,
                     sorts=LIST_SORTS)
@@ -337,9 +341,11 @@ def search(web: Web, req: Request) -> bytes:
         folder = next((f for f in folders if str(f.id) == chosen), None)
         if folder is None:
             raise Reply(404)
-    results = web.store.search(req.user, text, folder.id if folder else None) if text else []
+    paused = not web.searching
+    results = web.store.search(req.user, text, folder.id if folder else None) \
+        if text and not paused else []
     return web.page("search.html", req, q=text, folder=folder, folders=folders,
-                    results=results)
+                    results=results, paused=paused)
 
 
 # -- delete, refile, create folder, delete folder (one coalesced stage) -----------------------
