@@ -332,16 +332,19 @@ class Recorder:
 
 
 class User:
-    """One emulated user. With ``backoff``, a refused request (503) is the thesis's (7.3): the
-    user waits ``backoff`` seconds, then logs in afresh; without, it goes on after the think
-    time. ``cookie`` is sent with every request (``name=value``, e.g. a request class)."""
+    """One emulated user. With ``backoff``, after a refused request (503) the user waits
+    ``backoff`` seconds, then logs in afresh as the thesis's client did (7.3), or with
+    ``relogin=False`` asks again for the page it was refused (a reload: its session is still
+    good); without, it goes on after the think time. ``cookie`` is sent with every request
+    (``name=value``, e.g. a request class)."""
 
     def __init__(self, n: int, accounts: int, host: str, port: int, rec: Any,
-                 rng: random.Random, backoff: float | None = None, cookie: str = "") -> None:
+                 rng: random.Random, backoff: float | None = None, cookie: str = "",
+                 relogin: bool = True) -> None:
         self.name = f"user{n % accounts}"
         self.conn = Conn(host, port, cookie)
         self.rec, self.rng = rec, rng          # rec: anything with Recorder's record()
-        self.backoff = backoff
+        self.backoff, self.relogin = backoff, relogin
         self.refused = False
         self.page: Page | None = None
         self.logged_in = False
@@ -375,11 +378,16 @@ class User:
     async def run(self, stop: float) -> None:
         state = "login"
         while time.perf_counter() < stop:
-            state = await getattr(self, "do_" + state)()
-            if self.refused:                 # backed off: start again from the login page
-                self.refused = self.logged_in = False
-                self.conn.cookie = ""
-                state = "login"
+            step = state
+            state = await getattr(self, "do_" + step)()
+            if self.refused:                 # backed off already
+                self.refused = False
+                if self.relogin:             # start again from the login page
+                    self.logged_in = False
+                    self.conn.cookie = ""
+                    state = "login"
+                else:
+                    state = step
 
     def choose(self, state: str, possible: set[str]) -> str:
         options = [(s, p) for s, p in MARKOV[state] if s in possible]
@@ -394,7 +402,9 @@ class User:
 
     async def do_login(self) -> str:
         if self.logged_in:
-            await self.fetch("logout", "POST", "/logout", [("csrf", self.csrf)])
+            status, _, _ = await self.fetch("logout", "POST", "/logout", [("csrf", self.csrf)])
+            if status == 503:
+                return "login"            # still logged in: log out again, with the same form
             self.conn.cookie = ""
         status, headers, _ = await self.fetch("login", "POST", "/login",
                                               [("name", self.name), ("password", PASSWORD)])
@@ -528,10 +538,11 @@ def arashi_server(db: Path, pg: PgServer | None = None, template: str = TEMPLATE
 
 
 def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
-            seed: int = 1, pg: PgServer | None = None, template: str = TEMPLATE
-            ) -> dict[str, Any]:
-    """One point: a fresh copy of the database, a fresh server, ``users`` emulated users."""
-    with arashi_server(db, pg, template) as port:
+            seed: int = 1, pg: PgServer | None = None, template: str = TEMPLATE,
+            options: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One point: a fresh copy of the database, a fresh server (``arashi serve`` with
+    ``options``), ``users`` emulated users."""
+    with arashi_server(db, pg, template, options) as port:
         rec = asyncio.run(drive(port, users, accounts, warmup, seconds, seed))
     per = {t: {"count": h.get_total_count(), "p90_ms": h.get_value_at_percentile(90) / 1e3,
                "mean_ms": h.get_mean_value() / 1e3}

@@ -49,10 +49,12 @@ class Setup:
     """What every run of an experiment shares."""
 
     target: float                   # seconds: the p90 target
-    backoff: float                  # seconds a refused user waits before logging in again
+    backoff: float                  # seconds a refused user waits before trying again
+    relogin: bool                   # then logs in again (the thesis), or reloads the page
     accounts: int
     arrival: float                  # seconds over which users arriving together log in
     quick: bool
+    threads: list[str] = field(default_factory=list)     # arashi serve --threads N, if given
     capacity: float | None = None   # successful answers/s, measured first
     data: Path = Path()
 
@@ -104,9 +106,9 @@ def steady(setup: Setup, users: int) -> tuple[Phases, float, float]:
 # -- running ----------------------------------------------------------------------------------
 
 def execute(setup: Setup, run: Run, seed: int) -> Run:
-    with arashi_server(setup.data, options=tuple(run.options)) as port:
+    with arashi_server(setup.data, options=(*run.options, *setup.threads)) as port:
         timeline = asyncio.run(drive(port, run.groups, run.phases, setup.accounts,
-                                     setup.backoff, seed, setup.arrival))
+                                     setup.backoff, seed, setup.arrival, setup.relogin))
     seconds = sum(s for s, _ in run.phases)
     run.result = {"label": run.label, "options": run.options, "seconds": seconds,
                   "bad_refusal_pages": timeline.bad_refusals, "samples": timeline.samples,
@@ -123,7 +125,7 @@ def window(run: Run, setup: Setup, first: float, last: float,
 def measure_capacity(setup: Setup, users: int) -> float:
     """Successful answers per second of ``users`` closed-loop users, no admission control."""
     warmup, seconds = (0.5, 1.5) if setup.quick else (10.0, 20.0)
-    r = measure(setup.data, users, setup.accounts, warmup, seconds)
+    r = measure(setup.data, users, setup.accounts, warmup, seconds, options=tuple(setup.threads))
     return float(r["requests"] - sum(r["errors"].values())) / seconds
 
 
@@ -165,10 +167,12 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _setup_line(setup: Setup) -> str:
+    then = "logs in again" if setup.relogin else "reloads the page"
+    threads = setup.threads[1] if setup.threads else "8 (Arashi's default)"
     return (f"Target p90 {setup.target * 1000:g} ms; a refused user waits {setup.backoff:g} s "
-            f"and logs in again; C = {_fmt(setup.capacity)} successful answers/s (measured "
-            f"first, no admission control); {setup.accounts} accounts; server on core 0, users "
-            "on core 1.")
+            f"and {then}; C = {_fmt(setup.capacity)} successful answers/s (measured "
+            f"first, no admission control); {setup.accounts} accounts; at most {threads} "
+            "threads a stage; server on core 0, users on core 1.")
 
 
 def _nan(values: list[Any]) -> list[float]:
@@ -537,6 +541,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target-ms", type=float, help="p90 target (default 1000; --quick 100)")
     p.add_argument("--backoff", type=float, help="seconds a refused user waits (default 5, as "
                    "the thesis's client; --quick 0.5)")
+    p.add_argument("--on-refusal", choices=("login", "reload"), default="login",
+                   help="what a refused user does after its back-off: log in again (default, "
+                   "the thesis's client) or reload the page it was refused (its session is "
+                   "still good)")
+    p.add_argument("--server-threads", type=int, metavar="N",
+                   help="arashi serve --threads N: most threads of each stage (default: "
+                   "Arashi's, 8)")
     p.add_argument("--accounts", type=int, default=128)
     p.add_argument("--max-messages", type=int, default=4000)
     p.add_argument("--capacity-users", type=int, default=64,
@@ -561,7 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     setup = Setup(target=(args.target_ms or (100.0 if args.quick else 1000.0)) / 1000,
                   backoff=args.backoff if args.backoff is not None else (
                       0.5 if args.quick else 5.0),
-                  accounts=args.accounts, arrival=0.2 if args.quick else 1.0, quick=args.quick)
+                  relogin=args.on_refusal == "login", accounts=args.accounts,
+                  arrival=0.2 if args.quick else 1.0, quick=args.quick,
+                  threads=[] if args.server_threads is None else
+                  ["--threads", str(args.server_threads)])
     if two_cores():
         os.sched_setaffinity(0, {1})
     out = Path(args.out) if args.out else RESULTS
@@ -594,7 +608,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     (out / f"{name}.md").write_text(text)
     doc = {"experiment": args.experiment, "quick": args.quick, "target_s": setup.target,
-           "backoff_s": setup.backoff, "capacity": setup.capacity, "accounts": setup.accounts,
+           "backoff_s": setup.backoff, "on_refusal": args.on_refusal,
+           "capacity": setup.capacity, "accounts": setup.accounts,
+           "server_threads": args.server_threads,
            "runs": [{k: v for k, v in run.result.items() if k != "rows"} for run in runs]}
     (out / f"{name}.json").write_text(json.dumps(doc))
     return 0

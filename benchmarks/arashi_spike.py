@@ -1,8 +1,9 @@
 """Emulated Arashi users over time (issue 17): groups of users whose numbers follow a schedule
 of phases (3 users, then 1000, then 3 again), each user the Markov model of
 ``benchmarks/arashi_load.py`` that backs off after a refusal as the thesis's client did (7.3:
-wait 5 s, then log in again), every completion recorded with its time, request type, group and
-status, and the server's stages sampled from ``/_seda/stats.json`` once a second.
+wait 5 s, then log in again; or reload the refused page), every completion recorded with its
+time, request type, group and status, and the server's stages sampled from
+``/_seda/stats.json`` once a second.
 
     phases = [(30, {"users": 3}), (60, {"users": 1000}), (30, {"users": 3})]
     timeline = asyncio.run(drive(port, [Group("users")], phases, accounts=128, backoff=5))
@@ -160,9 +161,11 @@ async def _sample(port: int, timeline: Timeline, end: float) -> None:
 
 
 async def drive(port: int, groups: list[Group], phases: Phases, accounts: int,
-                backoff: float, seed: int = 1, arrival: float = 1.0) -> Timeline:
+                backoff: float, seed: int = 1, arrival: float = 1.0,
+                relogin: bool = True) -> Timeline:
     """Run ``phases`` against the server on ``port``: users arrive within ``arrival`` seconds
-    of the start of their visit, and are all gone at its end."""
+    of the start of their visit, and are all gone at its end; after a refusal they wait
+    ``backoff`` s, then log in again (``relogin``) or reload the page."""
     start = time.perf_counter()
     timeline = Timeline(start)
     end = start + sum(seconds for seconds, _ in phases)
@@ -172,7 +175,8 @@ async def drive(port: int, groups: list[Group], phases: Phases, accounts: int,
     for group in groups:
         for first, last in intervals(phases, group.name):
             user = group.user(n, accounts, "127.0.0.1", port, timeline.recorder(group.name),
-                              random.Random(rng.random()), backoff=backoff, cookie=group.cookie)
+                              random.Random(rng.random()), backoff=backoff, cookie=group.cookie,
+                              relogin=relogin)
             visits.append(_visit(user, start + first + rng.random() * arrival, start + last))
             n += 1
     await asyncio.gather(_sample(port, timeline, end), *visits)

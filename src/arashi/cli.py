@@ -133,6 +133,8 @@ def parser() -> argparse.ArgumentParser:
                        help="with --target-p90: shorter message lists and no search while "
                        "those pages are over the target (quality first, then admission "
                        "control on them unless --admission none)")
+    serve.add_argument("--threads", type=int, default=8, metavar="N",
+                       help="most threads of each request type's stage (default %(default)s)")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -237,8 +239,8 @@ def _serve(args: argparse.Namespace) -> None:
         check(args.admission or "bound", args.class_cookie)
     except ValueError as exc:
         raise Failure(str(exc)) from None
-    if args.workers < 1:
-        raise Failure(f"--workers {args.workers}: at least 1")
+    if args.workers < 1 or args.threads < 1:
+        raise Failure(f"--workers {args.workers}, --threads {args.threads}: at least 1 each")
     if args.workers > 1 and args.ready_fd is None:
         _supervise(args)
         return
@@ -255,6 +257,7 @@ def _serve(args: argparse.Namespace) -> None:
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,
                        admission=args.admission or "bound",
                        admission_at=args.admission_at or "stage", degrade=args.degrade,
+                       web_threads=args.threads,
                        reuse_port=worker, status_dir=args.status_dir)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
