@@ -111,7 +111,8 @@ def execute(setup: Setup, run: Run, seed: int) -> Run:
                                      setup.backoff, seed, setup.arrival, setup.relogin))
     seconds = sum(s for s, _ in run.phases)
     run.result = {"label": run.label, "options": run.options, "seconds": seconds,
-                  "bad_refusal_pages": timeline.bad_refusals, "samples": timeline.samples,
+                  "refusal_pages": timeline.refusals, "bad_refusal_pages": timeline.bad_refusals,
+                  "samples": timeline.samples,
                   "series": {g.name: series(timeline.rows, seconds, g.name) for g in run.groups},
                   "rows": timeline.rows}
     return run

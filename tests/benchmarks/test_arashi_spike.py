@@ -54,4 +54,4 @@ def test_a_refusal_must_say_so():
     assert timeline.bad_refusals == 0
     timeline.refusal({"content-type": "text/html"}, busy)                  # no Retry-After
     timeline.refusal({"retry-after": "1", "content-type": "text/plain"}, b"busy")
-    assert timeline.bad_refusals == 2
+    assert timeline.bad_refusals == 2 and timeline.refusals == 3
