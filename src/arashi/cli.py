@@ -233,14 +233,15 @@ def _serve(args: argparse.Namespace) -> None:
                         ("--degrade", args.degrade or None)):
         if value is not None and args.target_p90 is None:
             raise Failure(f"{name} needs --target-p90: the target is what it holds")
-    if args.degrade and (args.admission_at == "front" or args.class_cookie is not None):
-        raise Failure("--degrade works on each request type's stage, for one class of requests")
     try:
-        check(args.admission or "bound", args.class_cookie)
+        check(args.admission or "bound", args.class_cookie, front=args.admission_at == "front",
+              degrade=args.degrade)
     except ValueError as exc:
         raise Failure(str(exc)) from None
-    if args.workers < 1 or args.threads < 1:
-        raise Failure(f"--workers {args.workers}, --threads {args.threads}: at least 1 each")
+    if args.threads < 1:
+        raise Failure(f"--threads {args.threads}: at least 1")
+    if args.workers < 1:
+        raise Failure(f"--workers {args.workers}: at least 1")
     if args.workers > 1 and args.ready_fd is None:
         _supervise(args)
         return

@@ -38,13 +38,17 @@ _CLASSED = ("bound", "rtc", "none")
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def check(policy: str, class_cookie: str | None) -> None:
-    """ValueError, saying why, for a policy Arashi cannot build."""
+def check(policy: str, class_cookie: str | None, *, front: bool = False,
+          degrade: bool = False) -> None:
+    """ValueError, saying why, for what Arashi cannot build."""
     if policy not in POLICIES:
         raise ValueError(f"no admission policy {policy!r} (one of {', '.join(POLICIES)})")
     if class_cookie is not None and policy not in _CLASSED:
         raise ValueError(f"--admission {policy} has no request classes: use bound or rtc "
                          "with --class-cookie")
+    if degrade and (front or class_cookie is not None):
+        raise ValueError("--degrade works on each request type's stage, for one class of "
+                         "requests")
 
 
 def admission(target_p90: float | None, class_cookie: str | None = None,

@@ -40,6 +40,8 @@ def test_classes_only_where_a_policy_has_them():
             admission(0.5, "tier", policy)
     with pytest.raises(ValueError, match="no admission policy 'fast'"):
         check("fast", None)
+    with pytest.raises(ValueError, match="--degrade works on each request type's stage"):
+        check("bound", None, front=True, degrade=True)
     assert set(POLICIES) == {"bound", "rtc", "queue-delay", "concurrency", "none"}
 
 
@@ -82,3 +84,5 @@ def test_serve_refuses_what_it_cannot_build(tmp_path):
     bad = arashi("serve", "--data", str(tmp_path), "--target-p90", "50", "--admission",
                  "concurrency", "--class-cookie", "tier")
     assert bad.returncode == 1 and "has no request classes" in bad.stderr
+    bad = arashi("serve", "--data", str(tmp_path), "--threads", "0")
+    assert bad.returncode == 1 and "--threads 0: at least 1" in bad.stderr
