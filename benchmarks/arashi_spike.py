@@ -95,11 +95,13 @@ class Searcher(Emulated):
 
 @dataclass(frozen=True)
 class Group:
-    """Users alike: their model (a ``User`` class), and a cookie each sends (``tier=9``)."""
+    """Users alike: their model (a ``User`` class), a cookie each sends (``tier=9``), and
+    whether they log in again after a refusal (None: as the run says)."""
 
     name: str
     user: type[User] = Emulated
     cookie: str = ""
+    relogin: bool | None = None
 
 
 Phases = list[tuple[float, dict[str, int]]]
@@ -179,7 +181,7 @@ async def drive(port: int, groups: list[Group], phases: Phases, accounts: int,
         for first, last in intervals(phases, group.name):
             user = group.user(n, accounts, "127.0.0.1", port, timeline.recorder(group.name),
                               random.Random(rng.random()), backoff=backoff, cookie=group.cookie,
-                              relogin=relogin)
+                              relogin=relogin if group.relogin is None else group.relogin)
             visits.append(_visit(user, start + first + rng.random() * arrival, start + last))
             n += 1
     await asyncio.gather(_sample(port, timeline, end), *visits)
