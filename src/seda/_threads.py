@@ -28,7 +28,10 @@ class ThreadPool:
     pool stays small. The controller turns this off (``grow_on_stall``) for handlers it sees
     compute: their threads stall only waiting for the GIL, where more threads add contention,
     not capacity. A thread idle for ``idle_timeout`` seconds exits while more than
-    ``min_size`` remain.
+    ``min_size`` remain; while the pool holds more than ``keep`` threads (what the controller
+    says it needs by Little's law, and a margin), one idle for ``spare_timeout`` exits: a
+    burst's threads leave soon after it. (A woken thread is the one parked last, so the threads
+    beyond what the load needs are the ones left idle.)
     """
 
     STALL = 0.005
@@ -44,6 +47,8 @@ class ThreadPool:
                       else FifoQueue(stage, threads, self._short))
         self.min_size = threads
         self.idle_timeout: float | None = None
+        self.keep = threads                    # threads worth keeping (set by the controller)
+        self.spare_timeout: float | None = None
         self.live: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._count = 0                        # threads started or asked for, and not retired
@@ -83,15 +88,19 @@ class ThreadPool:
     def cap(self) -> int:
         return self.queue.cap
 
-    def limit(self, cap: int) -> None:
+    def limit(self, cap: int, start: bool = False) -> None:
         """Let up to ``cap`` threads run the handler at once, starting threads on demand up to
-        it. Lowering it stops no thread in a batch: those above it park, and exit once idle."""
+        it (``start``: at once, for the batches waiting; on the control thread). Lowering it
+        stops no thread in a batch: those above it park, and exit once idle."""
         cap = max(1, cap)
         with self._lock:
             self.queue.cap = cap
             self._set_room()
-        if self.queue.limit(cap):              # batches left without a worker:
-            self._short()                      # threads if they turn out to be held up
+        if left := self.queue.limit(cap):      # batches left without a worker:
+            if start:
+                self._grow(left)
+            else:
+                self._short()                  # threads if they turn out to be held up
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued, then let every thread exit. False if some did not by deadline."""
@@ -114,6 +123,11 @@ class ThreadPool:
 
     def thread_count(self) -> int:
         return len(self.live)
+
+    @property
+    def started_count(self) -> int:
+        """Threads started since the pool began: against ``thread_count``, the churn."""
+        return self._spawned
 
     def idle(self) -> bool:
         return self.queue.idle()
@@ -205,7 +219,7 @@ class ThreadPool:
         thread_cursor.set(Cursor(self.stage))
         take, run, stage, clock = self.queue.take, self.run_batch, self.stage, time.perf_counter
         try:
-            while (batch := take(worker, stage.batch, self.idle_timeout)) is not None:
+            while (batch := take(worker, stage.batch, self._patience())) is not None:
                 if batch is IDLE:
                     if self._retire():
                         break
@@ -223,8 +237,16 @@ class ThreadPool:
                 del self._clocks[me]
                 self.live.discard(me)
 
+    def _patience(self) -> float | None:
+        """How long a thread waits for work before it asks to retire (no lock: a stale count
+        only makes one wait the other length)."""
+        if self.spare_timeout is not None and self._count > self.keep:
+            return self.spare_timeout
+        return self.idle_timeout
+
     def _retire(self) -> bool:
-        """A thread has been idle for idle_timeout: let it go if the pool is above its minimum."""
+        """A thread waited its ``_patience`` for nothing: let it go if the pool is above its
+        minimum (``keep`` is never below it)."""
         with self._lock:
             if self._count <= self.min_size:
                 return False

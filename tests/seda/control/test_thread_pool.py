@@ -13,6 +13,7 @@ from seda.control import ThreadPoolController
 
 from tests.helpers import WAIT
 from tests.helpers.fakes import FakeStage, drive
+from tests.helpers.net import until
 from tests.helpers.recorder import Recorder
 
 THESIS_RATES = [100, 200, 300, 300, 50, 0, 200, 300, 300, 300]
@@ -65,7 +66,32 @@ def test_the_cap_returns_to_max_once_the_handlers_wait_again():
     assert stage.manager.cap == 20 and ctl.best == 0   # and the old best is forgotten
 
 
-@pytest.mark.parametrize("bad", [dict(min=0), dict(min=5, max=4), dict(period=0)])
+@pytest.mark.parametrize(("busy", "keep"), [(0.0, 1), (0.5, 2), (3.1, 5), (16.0, 20), (30.0, 20)])
+def test_the_pool_keeps_the_busy_threads_of_littles_law_and_a_margin(busy, keep):
+    """busy = arrival rate x service time; kept: busy + sqrt(busy), rounded up, within bounds."""
+    stage = FakeStage()
+    ctl = ThreadPoolController(rng=random.Random(1))
+    ctl.attach(stage)
+    assert stage.manager.keep == 1 and stage.manager.spare_timeout == 0.5
+    kept = drive(ctl, stage, [100, 100], queue=0, cpu=0.1, busy=busy,
+                 read=lambda: stage.manager.keep)
+    assert kept == [keep, keep] and ctl.state()["busy"] == pytest.approx(busy)
+
+
+def test_the_thesis_rule_alone_adds_a_thread_a_period_while_the_queue_is_long():
+    stage = FakeStage()
+    ctl = ThreadPoolController(thesis=True, rng=random.Random(1))
+    ctl.attach(stage)
+    assert stage.manager.cap == 1 and not stage.manager.grow_on_stall
+    # handlers that wait (0.1 cores) and a rising throughput: one thread more per period while
+    # over 100 events wait, none once the queue is short
+    assert drive(ctl, stage, [100, 200, 300], queue=500, cpu=0.1) == [2, 3, 4]
+    assert drive(ctl, stage, [300, 300], queue=50, cpu=0.1) == [4, 4]
+    assert not stage.manager.grow_on_stall and ctl.state()["thesis"]
+
+
+@pytest.mark.parametrize("bad", [dict(min=0), dict(min=5, max=4), dict(period=0),
+                                 dict(spare_timeout=0), dict(headroom=-1)])
 def test_thread_pool_controller_rejects_bad_bounds(bad):
     with pytest.raises(ValueError):
         ThreadPoolController(**bad)
@@ -148,7 +174,7 @@ def test_handlers_that_block_run_at_once_up_to_max(rt, how):
         def handle_events(self, events):
             rt.sink("meets").enqueue_many(events)
 
-    ctl = ThreadPoolController(max=16, queue_threshold=4)
+    ctl = ThreadPoolController(max=16, queue_threshold=4, spare_timeout=3600)  # (counted below)
     stage = rt.add_stage("meets", Meets(), threads=ctl, batch=1,
                          key=(lambda ev: ev) if how == "keyed" else None)
     rt.add_stage("forward", Forward(), blocking=False)
@@ -163,6 +189,31 @@ def test_handlers_that_block_run_at_once_up_to_max(rt, how):
     assert sorted(met.wait(n)) == list(range(n))
     assert stage.manager.thread_count() == n
     assert rt.stats()["meets"]["control"]["threads"]["cap"] == 16
+
+
+def test_a_bursts_threads_leave_once_idle_and_the_next_burst_gets_them_again(rt):
+    """Twelve blocked handlers get twelve threads; once they return, the threads beyond what
+    the controller keeps (here min, 1: no period has been measured) leave after spare_timeout,
+    long before idle_timeout; a second burst starts them again."""
+    n = 12
+    ctl = ThreadPoolController(max=16, queue_threshold=4, period=3600, idle_timeout=3600,
+                               spare_timeout=0.05)
+    barrier = threading.Barrier(n, timeout=WAIT)
+    met = Recorder()
+
+    class Meets(seda.EventHandler):
+        def handle_event(self, ev):
+            barrier.wait()
+            met.handle_events([ev])
+
+    stage = rt.add_stage("meets", Meets(), threads=ctl, batch=1)
+    rt.start()
+    stage.sink.enqueue_many(range(n))
+    met.wait(n)
+    until(stage.manager.thread_count, lambda count: count == 1)
+    stage.sink.enqueue_many(range(n, 2 * n))                  # passes the barrier only with 12
+    assert sorted(met.wait(2 * n)) == list(range(2 * n))
+    assert ctl.state()["started"] >= 2 * n - 1
 
 
 def test_a_request_that_blocks_does_not_hold_up_the_next_ones(rt):
@@ -202,6 +253,21 @@ def test_a_throughput_drop_of_handlers_that_wait_stops_no_thread(rt):
         assert ctl.resets == 0 and ctl.state()["cpu"] < 0.5
         assert stage.manager.cap == 6 and stage.manager.thread_count() == 6
         assert held.inside == 6
+    finally:
+        for ev in events:
+            ev.set()
+    held.wait_for(lambda: held.done == len(events))
+
+
+def test_the_thesis_rule_starts_its_thread_at_once_and_no_stall_starts_one(rt):
+    ctl = ThreadPoolController(thesis=True, max=6, queue_threshold=2, period=3600)
+    held, stage, events = held_stage(rt, ctl)
+    try:
+        held.wait_for(lambda: held.inside == 1)
+        ctl.tick(0.0)
+        ctl.tick(1.0)                                 # 99 events wait behind one held thread
+        held.wait_for(lambda: held.inside == 2)
+        assert stage.manager.thread_count() == 2
     finally:
         for ev in events:
             ev.set()
