@@ -28,10 +28,7 @@ class ThreadPool:
     pool stays small. The controller turns this off (``grow_on_stall``) for handlers it sees
     compute: their threads stall only waiting for the GIL, where more threads add contention,
     not capacity. A thread idle for ``idle_timeout`` seconds exits while more than
-    ``min_size`` remain; while the pool holds more than ``keep`` threads (what the controller
-    says it needs by Little's law, and a margin), one idle for ``spare_timeout`` exits: a
-    burst's threads leave soon after it. (A woken thread is the one parked last, so the threads
-    beyond what the load needs are the ones left idle.)
+    ``min_size`` remain.
     """
 
     STALL = 0.005
@@ -47,8 +44,6 @@ class ThreadPool:
                       else FifoQueue(stage, threads, self._short))
         self.min_size = threads
         self.idle_timeout: float | None = None
-        self.keep = threads                    # threads worth keeping (set by the controller)
-        self.spare_timeout: float | None = None
         self.live: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._count = 0                        # threads started or asked for, and not retired
@@ -219,7 +214,7 @@ class ThreadPool:
         thread_cursor.set(Cursor(self.stage))
         take, run, stage, clock = self.queue.take, self.run_batch, self.stage, time.perf_counter
         try:
-            while (batch := take(worker, stage.batch, self._patience())) is not None:
+            while (batch := take(worker, stage.batch, self.idle_timeout)) is not None:
                 if batch is IDLE:
                     if self._retire():
                         break
@@ -237,16 +232,8 @@ class ThreadPool:
                 del self._clocks[me]
                 self.live.discard(me)
 
-    def _patience(self) -> float | None:
-        """How long a thread waits for work before it asks to retire (no lock: a stale count
-        only makes one wait the other length)."""
-        if self.spare_timeout is not None and self._count > self.keep:
-            return self.spare_timeout
-        return self.idle_timeout
-
     def _retire(self) -> bool:
-        """A thread waited its ``_patience`` for nothing: let it go if the pool is above its
-        minimum (``keep`` is never below it)."""
+        """A thread has been idle for idle_timeout: let it go if the pool is above its minimum."""
         with self._lock:
             if self._count <= self.min_size:
                 return False

@@ -12,8 +12,6 @@ class FakePool:
         self.cap = size
         self.min_size = size
         self.idle_timeout = None
-        self.keep = size
-        self.spare_timeout = None
         self.cpu = 0.0               # CPU seconds its threads have used
         self.busy = 0.0              # seconds its threads spent in batches
         self.grow_on_stall = True

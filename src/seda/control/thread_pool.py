@@ -7,15 +7,10 @@ queue behind it, and a throughput drop caused by requests that take long reads a
 the pool starts threads as soon as events wait behind threads that are held up (up to its cap;
 see ``seda._threads``), and the thesis's rules act only on handlers that keep the CPU busy, where
 under the GIL threads add contention, not capacity.
-
-Threads started for a burst are not all worth keeping: the pool keeps what Little's law says it
-needs (the threads busy on average, arrival rate times service time) plus a square-root margin,
-and lets the rest go once idle for a moment.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -41,11 +36,6 @@ class ThreadPoolController(Controller):
     included; ``compute``: that CPU per second the threads spent in batches (near 0 for
     handlers that wait, near 1 or more for handlers that compute); and ``process``: the cores
     the whole process used.
-
-    - The pool keeps ``busy + headroom * sqrt(busy)`` threads, rounded up (the square-root
-      staffing rule: with Poisson arrivals, a margin that grows with the square root of the
-      load keeps the chance of waiting about constant); threads beyond that exit once idle for
-      ``spare_timeout`` seconds. A burst still gets its threads at once; they do not stay.
 
     - While the process keeps a core busy (``saturated``, 0.9) and the handlers compute, another
       thread can only add contention for the GIL: the cap halves each period down to ``min``,
@@ -74,20 +64,18 @@ class ThreadPoolController(Controller):
                  queue_threshold: int = 100, idle_timeout: float = 5.0,
                  thrash_detect: bool = True, smoothing: float = 0.7, margin: float = 0.2,
                  remove: int = 4, cpu_bound: float = 0.5, saturated: float = 0.9,
-                 headroom: float = 1.0, spare_timeout: float = 0.5, thesis: bool = False,
+                 thesis: bool = False,
                  rng: random.Random | None = None,
                  process_clock: Callable[[], float] = time.process_time) -> None:
         if not 1 <= min <= max:
             raise ValueError(f"thread pool bounds need 1 <= min <= max, got {min}, {max}")
-        if period <= 0 or idle_timeout <= 0 or spare_timeout <= 0:
-            raise ValueError("period, idle_timeout and spare_timeout are seconds > 0")
-        if headroom < 0:
-            raise ValueError(f"headroom is a multiple of sqrt(busy threads) >= 0, got {headroom}")
+        if period <= 0 or idle_timeout <= 0:
+            raise ValueError("period and idle_timeout are seconds > 0")
         self.min, self.max, self.period = min, max, period
         self.queue_threshold, self.idle_timeout = queue_threshold, idle_timeout
         self.thrash_detect, self.smoothing, self.margin = thrash_detect, smoothing, margin
         self.remove, self.cpu_bound, self.saturated = remove, cpu_bound, saturated
-        self.headroom, self.spare_timeout, self.thesis = headroom, spare_timeout, thesis
+        self.thesis = thesis
         self.process_clock = process_clock       # CPU seconds of the whole process
         self.rng = rng or random.Random()
         self.busy = 0.0                          # threads in batches on average last period
@@ -108,7 +96,6 @@ class ThreadPoolController(Controller):
         # the runtime gives a controller of threads to thread pools only (see add_stage)
         pool = self._pool = cast("ThreadPool", stage.manager)
         pool.min_size, pool.idle_timeout = self.min, self.idle_timeout
-        pool.keep, pool.spare_timeout = self.min, self.spare_timeout
         pool.grow_on_stall = not self.thesis
         pool.limit(self.min if self.thesis else self.max)
 
@@ -129,8 +116,6 @@ class ThreadPoolController(Controller):
         self.cpu = (sample[2] - last[2]) / elapsed
         busy = sample[3] - last[3]
         self.busy = busy / elapsed
-        needed = math.ceil(self.busy + self.headroom * math.sqrt(self.busy))
-        pool.keep = max(self.min, min(self.max, needed))
         if busy > 0.01 * elapsed:              # (else the pool was idle: nothing to learn)
             self.compute = (sample[2] - last[2]) / busy
             # a stall of threads that compute is a wait for the GIL: no thread would help
@@ -188,7 +173,7 @@ class ThreadPoolController(Controller):
 
     def state(self) -> dict[str, Any]:
         return {"threads": self._pool.thread_count(), "cap": self._pool.cap,
-                "keep": self._pool.keep, "busy": self.busy, "max": self.max,
+                "busy": self.busy, "max": self.max,
                 "started": self._pool.started_count, "cpu": self.cpu,
                 "cpu_bound": self.cpu >= self.cpu_bound,
                 "throughput": self.throughput or 0.0, "best": self.best,
