@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.utils
 from dataclasses import dataclass
+from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import default
 
@@ -23,19 +24,26 @@ class Summary:
     subject: str
 
 
-def _field(message: object, name: str) -> str:
+def read_field(message: Message, name: str) -> str | None:
+    """Header field ``name`` of ``message`` decoded, or None when it has none. Where the
+    policy's parser trips over a malformed field (it raises IndexError or AttributeError on
+    some addresses, ``<m@[evil.test>``), the field as written, its folding undone: ``get_all``
+    would parse it the same way, so the fallback reads ``raw_items``."""
     try:
-        value = message.get(name)  # type: ignore[attr-defined]
-        text = "" if value is None else str(value)
-    except Exception:              # a defect the policy's parser could not get past
-        raw = message.get_all(name, failobj=[""])  # type: ignore[attr-defined]
-        text = str(raw[0]) if raw else ""
-    return " ".join(text.split())[:MAX_FIELD]
+        value = message.get(name)
+        return None if value is None else str(value)
+    except Exception:
+        raw = next((v for k, v in message.raw_items() if k.lower() == name.lower()), None)
+        return None if raw is None else " ".join(str(raw).split())
 
 
-def _date(message: object) -> float | None:
+def _field(message: Message, name: str) -> str:
+    return " ".join((read_field(message, name) or "").split())[:MAX_FIELD]
+
+
+def _date(message: Message) -> float | None:
     try:
-        raw = message.get_all("date", failobj=[])  # type: ignore[attr-defined]
+        raw = message.get_all("date", failobj=[])
         if not raw:
             return None
         parsed = email.utils.parsedate_to_datetime(str(raw[0]))

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from arashi.delivery import Delivery
+from arashi.events import Job
+from arashi.smtp import Mail
+
 from tests.helpers import WAIT
 from tests.helpers.arashi_env import new_store, store_args
 from tests.helpers.postgres import BACKENDS, database_url
@@ -69,3 +73,28 @@ def test_a_crash_around_the_commit(tmp_path, moment, backend):
         assert rows == []                         # nothing half-stored, for neither user
     else:
         assert rows == [(alice, "crash"), (bob, "crash")]
+
+
+class Collect:
+    def __init__(self):
+        self.got = []
+
+    def enqueue_lossy(self, ev):
+        self.got.append(ev)
+        return True
+
+
+class Failing:
+    def deliver(self, users, raw, sender):
+        raise RuntimeError("a bug, not the database")
+
+
+def test_any_failure_is_answered_451_never_left_waiting():
+    """A question the stage fails on for any reason is still answered (451: the client keeps
+    the message and tries later); an unanswered one would leave the connection hanging."""
+    delivery = Delivery(Failing())
+    delivery.receiver = Collect()
+    delivery.handle_event(Job("session", Mail("x@else.test", [1], b"Subject: x\r\n\r\n")))
+    (answer,) = delivery.receiver.got
+    assert answer.session == "session" and not answer.stored
+    assert answer.failure[0] == 451 and delivery.stats()["failed"] == 1

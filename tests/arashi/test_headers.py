@@ -16,3 +16,15 @@ def test_malformed_mail_gets_what_can_be_read():
     assert s.date is None and "caf" in s.subject
     s = summarize(b"Subject: " + b"x" * 5000 + b"\r\n\r\n")
     assert len(s.subject) == 998
+
+
+# fields the email package's own parser trips over (IndexError, AttributeError in
+# email._header_value_parser, Python 3.11 to 3.13): kept as written, never an error
+TRIPPING = [(b"From: Mallory <m@[evil.test>\r\n\r\nx", "Mallory <m@[evil.test>"),
+            (b'From: a@b, :"x" <c@d>\r\n\r\nx', 'a@b, :"x" <c@d>'),
+            (b"From: x <\r\n r@[x.test>\r\n\r\nx", "x < r@[x.test>")]
+
+
+def test_fields_the_parser_trips_over_are_kept_as_written():
+    for raw, sender in TRIPPING:
+        assert summarize(raw).sender == sender

@@ -42,7 +42,7 @@ def test_a_maildir_goes_to_a_folder_made_for_it(store, tmp_path):
     read.set_subdir("cur")
     read.set_flags("S")
     box.add(read)
-    box.add(b"Subject: new\n\nx\n")
+    box.add(b"From: Mallory <m@[evil.test>\nSubject: new\n\nx\n")    # trips email's parser
     alice = store.add_user("alice", "pw")
     assert import_mailbox(store, alice, maildir=tmp_path / "Maildir", folder="Old") == 2
     old = store.folder(alice, "Old")

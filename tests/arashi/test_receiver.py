@@ -57,12 +57,15 @@ def test_plain_8bit_multipart_and_dot_stuffed_mail_arrive_whole(data):
 def test_a_multi_megabyte_message_and_malformed_mail(data):
     big = b"Subject: big\r\n\r\n" + (b"y" * 76 + b"\r\n") * 60_000        # 4.6 MB
     broken = b"Subject: \xff\xfe broken\r\nDate: never\r\nContent-Type: multipart/mixed\r\n\r\n--"
+    tripping = b"From: Mallory <m@[evil.test>\r\nSubject: trips the parser\r\n\r\nx\r\n"
     with running(data) as service, client(service) as smtp:
         smtp.sendmail("x@else.test", ["bob@localhost"], big)
         smtp.sendmail("x@else.test", ["bob@localhost"], broken)
-        bad, whole = sorted(inbox(service, "bob"), key=lambda m: m.size)
+        smtp.sendmail("x@else.test", ["bob@localhost"], tripping)
+        trips, bad, whole = sorted(inbox(service, "bob"), key=lambda m: m.size)
     assert whole.raw == big and whole.subject == "big" and whole.size == len(big)
     assert bad.raw == broken + b"\r\n" and bad.date is None        # smtplib ends the last line
+    assert trips.raw == tripping and trips.sender == "Mallory <m@[evil.test>"
 
 
 def test_one_message_to_two_users_and_a_refused_recipient(data):

@@ -28,6 +28,10 @@ HOSTILE = (b"From: Mallory <m@evil.test>\r\nSubject: <script>alert(1)</script>\r
            b"<a href=\"javascript:alert(4)\">x</a><img src=x onerror=alert(5)>\r\n--b--\r\n")
 
 
+# a From field that makes the email package's own parser raise (Python 3.11 to 3.13)
+TRIPPING = b"From: Trudy <t@[evil.test>\r\nSubject: trips the parser\r\n\r\nstill here\r\n"
+
+
 def mail(subject: str, sender: str = "a@x.test", date: str = "Mon, 1 Jan 2024 10:00:00 +0000",
          body: str = "hello") -> bytes:
     return (f"From: {sender}\r\nSubject: {subject}\r\nDate: {date}\r\n\r\n{body}\r\n").encode()
@@ -58,7 +62,8 @@ def site(request, tmp_path_factory):
             (mail(f"note {i:02d}", sender=f"s{(7 * i) % 23:02d}@x.test",
                   date=f"Mon, {1 + i % 28} Jan 2024 {i % 24:02d}:00:00 +0000"), "")
             for i in range(23)])
-        store.add_folder(alice, "Archive")
+        archive = store.add_folder(alice, "Archive")
+        store.add_messages(alice, archive, [(TRIPPING, "")])
         store.deliver([alice], HOSTILE)
         store.deliver([alice], with_attachment())
         bob_secret = store.deliver([bob], mail("bob's secret plan", body="do not tell"))[0]
@@ -269,6 +274,16 @@ def test_hostile_mail_is_rendered_inert(site):
     assert ('<a href="http://ok.test/a?b=1&amp;c=" rel="noopener noreferrer nofollow">'
             in text)                                                            # link stops at "
     assert "&lt;script&gt;x&lt;/script&gt;" in text
+
+
+def test_mail_the_header_parser_trips_over_is_listed_and_shown(site):
+    server, _, _ = site
+    client = log_in(server, "alice", "alice-pw")
+    found = get(client, server.url + "/search", params={"q": "trudy"}).text
+    mid = re.search(r'<a href="/message/(\d+)">trips the parser', found).group(1)
+    page = get(client, f"{server.url}/message/{mid}")
+    assert page.status_code == 200 and "still here" in page.text
+    assert "Trudy &lt;t@[evil.test&gt;" in page.text
 
 
 def test_attachments_download_intact_with_their_type(site):
