@@ -98,6 +98,7 @@ class Request:
     cookies: dict[str, str]
     address: str
     secure: bool
+    cross_site: bool            # a browser says it comes from another site (Sec-Fetch-Site)
     session: Session | None = None
 
     def arg(self, name: str, default: str = "") -> str:
@@ -152,7 +153,8 @@ class Web:
         return Request(method, path, parse_qs(environ.get("QUERY_STRING", ""),
                                               max_num_fields=50),
                        form, cookies, environ.get("REMOTE_ADDR", ""),
-                       environ.get("wsgi.url_scheme") == "https")
+                       environ.get("wsgi.url_scheme") == "https",
+                       environ.get("HTTP_SEC_FETCH_SITE") in ("cross-site", "same-site"))
 
     def page(self, template: str, req: Request, **values: Any) -> bytes:
         return self.env.get_template(template).render(session=req.session, **values).encode()
@@ -238,6 +240,8 @@ def login(web: Web, req: Request) -> bytes:
         if req.session is not None:
             raise redirect("/folders")
         return web.page("login.html", req, name="", error="")
+    if req.cross_site:      # login CSRF: no session yet, so no token; the browser says where from
+        raise Reply(403, "Log in from Arashi's own login page.")
     name = req.arg("name")[:100]
     wait = web.throttle.wait(name, req.address)
     if wait > 0:

@@ -111,6 +111,20 @@ def test_login_logout_and_pages_need_a_session(site):
     assert again.status_code == 303 and again.headers["location"] == "/login"
 
 
+def test_a_login_posted_from_another_site_is_refused(site):
+    """Login CSRF: another site's page must not log the visitor in (to an account of the
+    attacker's); a browser says where a request comes from in Sec-Fetch-Site."""
+    server, _, _ = site
+    form = {"name": "alice", "password": "alice-pw"}
+    for where in ("cross-site", "same-site"):
+        r = post(requests.Session(), server.url + "/login", form,
+                 headers={"Sec-Fetch-Site": where})
+        assert r.status_code == 403 and "set-cookie" not in r.headers, where
+    r = post(requests.Session(), server.url + "/login", form,
+             headers={"Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 303 and "arashi_session=" in r.headers["set-cookie"]
+
+
 def test_a_session_expires(site):
     server, data, _ = site
     client = log_in(server, "alice", "alice-pw")
