@@ -211,10 +211,12 @@ class Web:
             session=req.session if req else None, status=status,
             title=titles.get(status, "Error"), message=message).encode()
 
-    def cookie(self, req: Request, value: str, max_age: int) -> tuple[str, str]:
+    def cookie(self, req: Request, value: str, max_age: int | None = None) -> tuple[str, str]:
+        """The session cookie. Without ``max_age`` it lasts while the browser runs: the
+        server's expiry, renewed as the session is used, is the one that counts."""
         secure = "; Secure" if req.secure else ""
-        return ("Set-Cookie", f"{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; "
-                f"SameSite=Lax{secure}")
+        age = "" if max_age is None else f"; Max-Age={max_age}"
+        return ("Set-Cookie", f"{COOKIE}={value}; Path=/{age}; HttpOnly; SameSite=Lax{secure}")
 
     def folder_names(self, user: int) -> list[Any]:
         return self.store.folders(user)
@@ -254,7 +256,7 @@ def login(web: Web, req: Request) -> bytes:
     if req.session is not None:
         web.sessions.end(req.session.key)
     session = web.sessions.create(user)
-    raise redirect("/folders", [web.cookie(req, session.key, int(web.sessions.lifetime))])
+    raise redirect("/folders", [web.cookie(req, session.key)])
 
 
 # -- folder list ------------------------------------------------------------------------------

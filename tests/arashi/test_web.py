@@ -101,6 +101,9 @@ def test_login_logout_and_pages_need_a_session(site):
     raw = post(requests.Session(), server.url + "/login",
                {"name": "alice", "password": "alice-pw"}).headers["set-cookie"]
     assert "HttpOnly" in raw and "SameSite=Lax" in raw
+    # no Max-Age: the browser keeps the key while it runs, the server decides how long it is
+    # good for (8 h after its last use), so a session in use does not end 8 h after login
+    assert "Max-Age" not in raw and "Expires" not in raw
     folders = get(client, server.url + "/folders")
     assert folders.status_code == 200 and "INBOX" in folders.text and "Archive" in folders.text
     token = csrf(folders.text)
