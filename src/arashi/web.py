@@ -55,11 +55,9 @@ def _date(when: float | None) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB"):
-        if n < 1024 or unit == "MB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KB" if n < 2**20 else f"{n / 2**20:.1f} MB"
 
 
 def _clean(value: Any) -> Any:
@@ -114,7 +112,15 @@ class Request:
         return self.session.user
 
 
-def number(text: str, what: str = "page") -> int:
+def _fields(text: str, most: int) -> dict[str, list[str]]:
+    """A query string or form; more than ``most`` fields is a bad request."""
+    try:
+        return parse_qs(text, max_num_fields=most)
+    except ValueError:
+        raise Reply(400, "Too many fields.") from None
+
+
+def number(text: str) -> int:
     """A whole number from the URL; anything else is a 404, like a missing id."""
     if not text.isdigit() or len(text) > 18:
         raise Reply(404)
@@ -142,16 +148,14 @@ class Web:
                     int(length) and ctype != "application/x-www-form-urlencoded"):
                 raise Reply(400, "A form is expected here.")
             body = environ["wsgi.input"].read(int(length))
-            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=2000)
-        cookies: dict[str, str] = {}
+            form = _fields(body.decode("utf-8", "replace"), 2000)
         cookie = SimpleCookie()
         with contextlib.suppress(CookieError):
             cookie.load(environ.get("HTTP_COOKIE", ""))
         cookies = {k: m.value for k, m in cookie.items()}
         path = environ.get("PATH_INFO", "/")
         path = path.encode("latin-1").decode("utf-8", "replace")
-        return Request(method, path, parse_qs(environ.get("QUERY_STRING", ""),
-                                              max_num_fields=50),
+        return Request(method, path, _fields(environ.get("QUERY_STRING", ""), 50),
                        form, cookies, environ.get("REMOTE_ADDR", ""),
                        environ.get("wsgi.url_scheme") == "https",
                        environ.get("HTTP_SEC_FETCH_SITE") in ("cross-site", "same-site"))
@@ -217,9 +221,6 @@ class Web:
         secure = "; Secure" if req.secure else ""
         age = "" if max_age is None else f"; Max-Age={max_age}"
         return ("Set-Cookie", f"{COOKIE}={value}; Path=/{age}; HttpOnly; SameSite=Lax{secure}")
-
-    def folder_names(self, user: int) -> list[Any]:
-        return self.store.folders(user)
 
 
 def redirect(location: str, headers: list[tuple[str, str]] | None = None) -> Reply:

@@ -332,6 +332,16 @@ def test_unknown_paths_and_the_root(site):
     assert get(client, server.url + "/style.css").headers["content-type"].startswith("text/css")
 
 
+def test_too_many_fields_are_a_bad_request_not_a_server_error(site):
+    server, _, _ = site
+    client = log_in(server, "alice", "alice-pw")
+    r = get(client, server.url + "/folders?" + "&".join(f"f{i}=x" for i in range(60)))
+    assert r.status_code == 400
+    token = csrf(get(client, server.url + "/folders").text)
+    r = post(client, server.url + "/act", [("csrf", token), *[("id", "1")] * 3000])
+    assert r.status_code == 400
+
+
 def test_mail_arriving_by_smtp_is_read_on_the_web(site):
     import smtplib
     server, _, _ = site
