@@ -160,9 +160,6 @@ class SMTPServer:
         """The client was silent too long: 421 and close."""
         return self._close(421, f"4.4.2 {self.hostname} timeout: closing the connection")
 
-    def shutting_down(self) -> list[Any]:
-        return self._close(421, f"4.3.2 {self.hostname} shutting down")
-
     # -- inside --------------------------------------------------------------------------------
 
     def _close(self, code: int, text: str) -> list[Any]:

@@ -146,7 +146,7 @@ def test_a_logout_does_not_wait_behind_logins(tmp_path):
     rt = seda.Runtime()
     listener = build_web(rt, Web(store, sessions), ("127.0.0.1", 0), threads=1, status=False)
     rt.start()
-    url = "http://127.0.0.1:%d" % listener.address[1]
+    url = f"http://127.0.0.1:{listener.address[1]}"
     login = threading.Thread(target=requests.post, args=(url + "/login",),
                              kwargs={"data": {"name": "bob", "password": "x"}, "timeout": WAIT})
     try:
