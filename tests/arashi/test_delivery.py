@@ -17,7 +17,7 @@ from arashi.events import Job
 from arashi.smtp import Mail
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import new_store, store_args
+from tests.helpers.arashi_env import add_users, new_store, store_args
 from tests.helpers.postgres import BACKENDS, database_url
 
 CRASH = Path(__file__).resolve().parents[1] / "helpers" / "arashi_crash.py"
@@ -37,9 +37,7 @@ def reply(sock: socket.socket) -> bytes:
 @pytest.mark.parametrize("moment", ["before", "after"])
 def test_a_crash_around_the_commit(tmp_path, moment, backend):
     url = database_url(backend, tmp_path / "data")
-    store = new_store(tmp_path / "data", url)
-    alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
-    store.pool.close()
+    ids = add_users(tmp_path / "data", url, alice="pw", bob="pw")
     proc = subprocess.Popen([sys.executable, str(CRASH), moment,
                              *store_args(tmp_path / "data", url), "--smtp-bind", "127.0.0.1:0",
                              "--bind", "127.0.0.1:0", "--domain", "example.org"],
@@ -72,7 +70,7 @@ def test_a_crash_around_the_commit(tmp_path, moment, backend):
     if moment == "before":
         assert rows == []                         # nothing half-stored, for neither user
     else:
-        assert rows == [(alice, "crash"), (bob, "crash")]
+        assert rows == [(ids["alice"], "crash"), (ids["bob"], "crash")]
 
 
 class Collect:

@@ -9,17 +9,6 @@ import pytest
 from arashi.importer import MailboxError, import_mailbox
 from arashi.store import INBOX
 
-from tests.helpers.arashi_env import new_store
-from tests.helpers.postgres import BACKENDS, database_url
-
-
-@pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    data = tmp_path / "data"
-    s = new_store(data, database_url(request.param, data))
-    yield s
-    s.pool.close()
-
 
 def test_an_mbox_is_imported_with_its_seen_flags(store, tmp_path):
     box = mailbox.mbox(tmp_path / "old.mbox")

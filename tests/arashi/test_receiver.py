@@ -12,15 +12,12 @@ import pytest
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import new_store, running
+from tests.helpers.arashi_env import add_users, running
 
 
 @pytest.fixture
 def data(tmp_path):
-    store = new_store(tmp_path / "data")
-    store.add_user("alice", "pw")
-    store.add_user("bob", "pw")
-    store.pool.close()
+    add_users(tmp_path / "data", alice="pw", bob="pw")
     return tmp_path / "data"
 
 

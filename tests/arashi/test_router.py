@@ -12,7 +12,7 @@ from arashi.sessions import Sessions
 from arashi.web import Web
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import arashi, new_store
+from tests.helpers.arashi_env import add_users, arashi, new_store
 from tests.helpers.arashi_web import get, log_in, serving
 
 
@@ -74,11 +74,7 @@ def test_router_counts_and_sends_status_requests_to_the_page():
 
 
 def test_the_live_status_page_on_the_web_port(tmp_path):
-    store = new_store(tmp_path)
-    try:
-        store.add_user("alice", "alice-pw")
-    finally:
-        store.pool.close()
+    add_users(tmp_path, alice="alice-pw")
     with serving(tmp_path) as server:
         client = log_in(server, "alice", "alice-pw")
         assert get(client, server.url + "/folders").status_code == 200
@@ -115,11 +111,7 @@ def test_admission_with_request_classes_from_a_cookie():
 
 
 def test_serve_with_class_cookie(tmp_path):
-    store = new_store(tmp_path)
-    try:
-        store.add_user("alice", "alice-pw")
-    finally:
-        store.pool.close()
+    add_users(tmp_path, alice="alice-pw")
     bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "tier")
     assert bad.returncode == 1 and "needs --target-p90" in bad.stderr
     bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "a b", "--target-p90", "50")

@@ -6,21 +6,12 @@ import pytest
 
 from arashi.store import INBOX, NotFound, StoreError
 
-from tests.helpers.arashi_env import count, new_store
-from tests.helpers.postgres import BACKENDS, database_url
+from tests.helpers.arashi_env import count
 
 
 def mail(subject: str, sender: str = "Bob <bob@else.test>", date: str = "") -> bytes:
     dated = f"Date: {date}\r\n" if date else ""
     return f"From: {sender}\r\nSubject: {subject}\r\n{dated}\r\nbody\r\n".encode()
-
-
-@pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    data = tmp_path / "data"
-    s = new_store(data, database_url(request.param, data))
-    yield s
-    s.pool.close()
 
 
 def test_users_get_an_inbox_and_log_in_with_their_password(store):

@@ -78,6 +78,13 @@ def site(request, tmp_path_factory):
         yield server, (data, url), ids
 
 
+def found(server, client, query: str, subject: str) -> str:
+    """The id of the message with ``subject`` (as the page writes it) that a search for
+    ``query`` lists first."""
+    page = get(client, server.url + "/search", params={"q": query}).text
+    return re.search(rf'<a href="/message/(\d+)">{re.escape(subject)}', page).group(1)
+
+
 def inbox_page(server, client, ids, query=""):
     return get(client, f"{server.url}/folder/{ids['alice_inbox']}{query}")
 
@@ -277,8 +284,7 @@ def test_another_users_ids_are_not_found(site):
 def test_hostile_mail_is_rendered_inert(site):
     server, _, _ids = site
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "mallory"}).text
-    mid = re.search(r'<a href="/message/(\d+)">&lt;script', found).group(1)
+    mid = found(server, client, "mallory", "&lt;script")
     page = get(client, f"{server.url}/message/{mid}")
     assert page.status_code == 200
     text = page.text
@@ -296,8 +302,7 @@ def test_hostile_mail_is_rendered_inert(site):
 def test_mail_the_header_parser_trips_over_is_listed_and_shown(site):
     server, _, _ = site
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "trudy"}).text
-    mid = re.search(r'<a href="/message/(\d+)">trips the parser', found).group(1)
+    mid = found(server, client, "trudy", "trips the parser")
     page = get(client, f"{server.url}/message/{mid}")
     assert page.status_code == 200 and "still here" in page.text
     assert "Trudy &lt;t@[evil.test&gt;" in page.text
@@ -306,8 +311,7 @@ def test_mail_the_header_parser_trips_over_is_listed_and_shown(site):
 def test_attachments_download_intact_with_their_type(site):
     server, _, _ = site
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "report"}).text
-    mid = re.search(r'<a href="/message/(\d+)">report attached', found).group(1)
+    mid = found(server, client, "report", "report attached")
     page = get(client, f"{server.url}/message/{mid}").text
     links = dict(re.findall(r'<a href="(/message/\d+/part/\d+)" download>([^<]+)</a>', page))
     assert sorted(links.values()) == ["evil.html", "report.pdf"]
@@ -351,8 +355,7 @@ def test_mail_arriving_by_smtp_is_read_on_the_web(site):
                       b"Content-Type: text/plain; charset=x-no-such-charset\r\n\r\n"
                       b"caf\xe9 see https://example.org/page.\r\n")
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "fresh"}).text
-    mid = re.search(r'<a href="/message/(\d+)">fresh off the wire', found).group(1)
+    mid = found(server, client, "fresh", "fresh off the wire")
     text = get(client, f"{server.url}/message/{mid}").text
     assert "unknown charset" in text
     assert '<a href="https://example.org/page" rel="noopener noreferrer nofollow">' in text
