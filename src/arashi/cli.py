@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import seda
-from haboob.cli import hostport
-from haboob.supervisor import Supervisor, reserve
+from haboob import Supervisor, hostport, reserve
 
 from .db import DatabaseError, database_url, open_pool
 from .importer import MailboxError, import_mailbox
@@ -263,7 +262,7 @@ def _banner(smtp: tuple[str, int], web: tuple[str, int] | None,
 
 def _supervise(args: argparse.Namespace) -> None:
     """``--workers N``: hold both ports, and keep N ``arashi serve`` workers on them (Haboob's
-    supervisor, ``haboob.supervisor``, running ``python -m arashi``)."""
+    supervisor, ``haboob.Supervisor``, running ``python -m arashi``)."""
     open_store(_options(args, delivery_threads=1))[0].close()  # fail here, once
     held = []
     try:

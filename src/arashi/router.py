@@ -18,9 +18,9 @@ from typing import Any
 
 import seda
 
-# Haboob's public classifier, not a copy: the same rule (a class 0-9 from a cookie, anything
-# else class 0) and the same once-per-Cookie-header parsing, for both services' experiments
-from haboob.server import CLASSES, classifier
+# Haboob's classifier, not a copy: the same rule (a class 0-9 from a cookie, anything else
+# class 0) and the same once-per-Cookie-header parsing, for both services' experiments
+from haboob import CLASSES, classifier
 from seda.control import ResponseTimeBound, ThreadPoolController
 from seda.http import Response, mount, serve
 from seda.status import PREFIX, add_status
