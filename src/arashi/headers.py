@@ -5,6 +5,7 @@ a message that cannot be parsed at all still gets a summary (and is stored whole
 from __future__ import annotations
 
 import email.utils
+import re
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -12,6 +13,7 @@ from email.policy import default
 
 MAX_FIELD = 998            # characters kept of a field: a line's worth (RFC 5322 2.1.1)
 _PARSER = BytesHeaderParser(policy=default)
+_END_OF_HEADERS = re.compile(rb"(?:\A|\r?\n)\r?\n")   # the empty line that ends the header fields
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,12 @@ def _date(message: Message) -> float | None:
 
 
 def summarize(raw: bytes) -> Summary:
-    """Date, From and Subject of ``raw`` (the RFC 5322 bytes), best effort."""
+    """Date, From and Subject of ``raw`` (the RFC 5322 bytes), best effort. Only the header
+    block is parsed: given the whole message, the header parser still reads the body to its
+    end (0.6 s of the GIL for a 20 MB attachment)."""
+    end = _END_OF_HEADERS.search(raw)
     try:
-        message = _PARSER.parsebytes(raw)
+        message = _PARSER.parsebytes(raw if end is None else raw[:end.end()])
     except Exception:
         return Summary(None, "", "")
     return Summary(_date(message), _field(message, "from"), _field(message, "subject"))

@@ -28,3 +28,11 @@ TRIPPING = [(b"From: Mallory <m@[evil.test>\r\n\r\nx", "Mallory <m@[evil.test>")
 def test_fields_the_parser_trips_over_are_kept_as_written():
     for raw, sender in TRIPPING:
         assert summarize(raw).sender == sender
+
+
+def test_only_the_header_block_is_read():
+    head = b"From: a@x.test\r\nSubject: big\r\nDate: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\n"
+    body = b"Subject: not a header\r\n\r\n" + b"y" * 1000
+    assert summarize(head + body) == summarize(head) == summarize(head.replace(b"\r\n", b"\n"))
+    assert summarize(head + body).subject == "big"
+    assert summarize(b"\r\nSubject: a body line\r\n\r\n").subject == ""      # no header block
