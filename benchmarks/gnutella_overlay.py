@@ -530,9 +530,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def ok_result(result: dict) -> bool:
     """What the router promises: nothing delivered twice, no hit lost on the way back, and a
-    servent missing a query only where a router got its first copy with its TTL spent (a
-    copy that came the long way round while the short way was held up: the routers' GUID
-    rule then drops the later, shorter copy as a duplicate; counted ``expired``)."""
+    servent missing a query only where a router got its copy with its TTL spent (counted
+    ``expired``): a first copy that came the long way round with some TTL left is routed as it
+    came, and a later one with more is dropped as a duplicate (a spent first copy does not
+    stop the later one: see ``gnutella.routing.Routes``)."""
     lr = result["long_run"]
     return (all(r["servents_wrong"] == 0 and r["hits_once"] for r in result["reach"])
             and result["pongs"]["pongs_each_once"] and lr["delivered_twice"] == 0

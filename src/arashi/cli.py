@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import seda
-from haboob.cli import hostport
-from haboob.supervisor import Supervisor, reserve
+from haboob import Supervisor, hostport, reserve
 
 from .db import DatabaseError, database_url, open_pool
 from .importer import MailboxError, import_mailbox
@@ -162,27 +161,19 @@ def say(message: str) -> None:
 def _init(args: argparse.Namespace) -> None:
     if (args.data is None) == (args.db is None):
         raise Failure("init: give a DATA_DIR or --db URL, one of them")
-    if args.db is not None:
-        pool = open_pool(args.db)
+    if args.db is None:
+        data = Path(args.data)
         try:
-            applied = migrate(pool)
-        finally:
-            pool.close()
-        what = "initialised" if applied and applied[0].version == 1 else "up to date"
-        print(f"the database: {what}, schema version {LATEST}")
-        return
-    data = Path(args.data)
-    try:
-        data.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Failure(f"cannot make {data}: {exc.strerror}") from None
-    pool = open_pool(database_url(data))
+            data.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Failure(f"cannot make {data}: {exc.strerror}") from None
+    pool = open_pool(database_url(args.data, args.db))
     try:
         applied = migrate(pool)
     finally:
         pool.close()
     what = "initialised" if applied and applied[0].version == 1 else "up to date"
-    print(f"{data}: {what}, schema version {LATEST}")
+    print(f"{args.data or 'the database'}: {what}, schema version {LATEST}")
 
 
 def _password(from_stdin: bool) -> str:
@@ -302,7 +293,7 @@ def _banner(smtp: tuple[str, int], web: tuple[str, int] | None,
 
 def _supervise(args: argparse.Namespace) -> None:
     """``--workers N``: hold both ports, and keep N ``arashi serve`` workers on them (Haboob's
-    supervisor, ``haboob.supervisor``, running ``python -m arashi``)."""
+    supervisor, ``haboob.Supervisor``, running ``python -m arashi``)."""
     open_store(_options(args, delivery_threads=1))[0].close()  # fail here, once
     held = []
     try:

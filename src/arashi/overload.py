@@ -23,7 +23,7 @@ from typing import Any
 
 # Haboob's public classifier, not a copy: the same rule (a class 0-9 from a cookie, anything
 # else class 0) and the same once-per-Cookie-header parsing, for both services' experiments
-from haboob.server import CLASSES, classifier
+from haboob import CLASSES, classifier
 from seda.control import (
     AdaptiveConcurrency,
     MulticlassResponseTimeController,

@@ -7,8 +7,9 @@ refuses is answered 503 at once by the router, with a short page. Requests for `
 go to the runtime's status page (``seda.status``: stages, queues, controllers, the router's
 counters, and Prometheus metrics at ``/_seda/metrics``).
 
-    seda.http -> arashi.http -> arashi.login | arashi.folders | arashi.messages
-                                | arashi.show | arashi.search | arashi.act   (thread pools)
+    seda.http -> arashi.http -> arashi.login | arashi.logout | arashi.folders
+                                | arashi.messages | arashi.show | arashi.search
+                                | arashi.act                                  (thread pools)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ ROUTER = "arashi.http"
 SERVICE = "arashi"      # names the status page and prefixes its metrics (arashi_http_...)
 HTTP = "http"           # seda.http's server stage, whose requests the status page counts
 # the first segment of a path -> its request type
-ROUTES = {"login": "login", "logout": "login", "": "folders", "folders": "folders",
+ROUTES = {"login": "login", "logout": "logout", "": "folders", "folders": "folders",
           "folder": "messages", "message": "show", "search": "search", "act": "act"}
 _BUSY = (b"<!doctype html><html><head><meta charset=utf-8><title>Busy</title></head><body>"
          b"<h1>Busy</h1><p>Arashi has more to do than it can do quickly right now. Please try "

@@ -5,7 +5,7 @@
 
 and, with ``web_bind``, the web pages (``router.py``): one stage per request type
 
-    seda.http -> arashi.http -> arashi.{login,folders,messages,show,search,act} (threads)
+    seda.http -> arashi.http -> arashi.{login,logout,folders,messages,show,search,act} (threads)
 
 ``build`` adds them to a runtime that has not started and listens; both sides share the store
 and its connection pool.

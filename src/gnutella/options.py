@@ -28,6 +28,7 @@ class Options:
     retry: tuple[float, float] = (2.0, 600.0)   # first and longest wait to redial a host
     query_delay: float = 0.0            # seconds each query sleeps (thesis 6.2.3; 0: off)
     router_threads: int = 20            # the controller's most threads; 1: one thread
+    thesis_controller: bool = False     # the thesis's thread pool rule alone (for Fig. 41/42)
     router_queue: int = 10_000          # descriptors waiting for the router before shedding
     max_pending: int = 256 * 1024       # unsent bytes a connection may hold before it closes
     max_payload: int = DEFAULT_MAX_PAYLOAD   # a larger descriptor closes its connection
@@ -51,6 +52,8 @@ class Options:
         check(self, "query_delay", _number(self.query_delay) and self.query_delay >= 0,
                "seconds >= 0")
         check_whole(self, "router_threads", 1)
+        check(self, "thesis_controller", isinstance(self.thesis_controller, bool),
+              "true or false")
         check_whole(self, "router_queue", 1)
         check_whole(self, "max_pending", 1)
         check_whole(self, "max_payload", 1, 2**32 - 1)

@@ -56,6 +56,12 @@ class Seen:
         self._newer[key] = value
         return True
 
+    def discard(self, key: bytes, now: float) -> bool:
+        """Forget ``key``; True if it was remembered."""
+        self._age(now)
+        return (self._newer.pop(key, None) is not None
+                or self._older.pop(key, None) is not None)
+
 
 class Forward(NamedTuple):
     """Send the descriptor on with ``ttl`` and ``hops``: to every neighbour but ``source``
@@ -77,7 +83,12 @@ class Routes:
     identifiers (from query hits) to the connection a push for them must take.
 
     ``max_ttl`` caps what a descriptor may claim: one arriving with TTL + hops above it has its
-    TTL trimmed (modern servents use 7, some send more to reach further than their share)."""
+    TTL trimmed (modern servents use 7, some send more to reach further than their share).
+
+    A ping or query whose first copy came the long way round, its TTL spent, went nowhere; a
+    later copy of it that can still travel (the short way, held up on the way) is routed as
+    the first was not, once. Without that the GUID rule would drop it as a duplicate, and the
+    servents it was still to reach would never see it."""
 
     def __init__(self, alive: Callable[[Any], bool], *, max_ttl: int = 7,
                  lifetime: float = 600.0, capacity: int = 200_000) -> None:
@@ -85,6 +96,7 @@ class Routes:
         self.pings = Seen(lifetime, capacity)
         self.queries = Seen(lifetime, capacity)
         self.servents = Seen(lifetime, capacity)
+        self.spent = Seen(lifetime, capacity)     # ping and query GUIDs whose first copy expired
 
     def originate(self, kind: int, guid: bytes, now: float) -> None:
         """This servent sends a ping or query of its own: their answers come to ``LOCAL``."""
@@ -97,7 +109,10 @@ class Routes:
         if ttl + hops > self.max_ttl:
             ttl = max(0, self.max_ttl - hops)
         if kind in (PING, QUERY):
-            if not (self.pings if kind == PING else self.queries).add(guid, source, now):
+            if (self.pings if kind == PING else self.queries).add(guid, source, now):
+                if ttl <= 1:
+                    self.spent.add(guid, True, now)
+            elif ttl <= 1 or not self.spent.discard(guid, now):
                 return Drop("duplicate")
             to = None
         elif kind == PONG:
