@@ -132,8 +132,10 @@ class PeerInfo:
 
     @property
     def listen_ip(self) -> tuple[str, int] | None:
-        """Where the peer accepts connections (``Listen-IP``, or the older ``X-My-Address``)."""
-        value = self.headers.get("listen-ip") or self.headers.get("x-my-address")
+        """Where the peer accepts connections: ``Listen-IP`` (LimeWire), ``Node`` (what
+        gtk-gnutella sends when it connects), or the older ``X-My-Address``."""
+        h = self.headers
+        value = h.get("listen-ip") or h.get("node") or h.get("x-my-address")
         hosts = parse_hosts(value) if value else []
         return hosts[0] if hosts else None
 

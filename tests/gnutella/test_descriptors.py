@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from gnutella.descriptors import (
     QHD,
-    Bye,
     QUERY,
     QUERY_HIT,
+    Bye,
     Ping,
     Pong,
     Push,
