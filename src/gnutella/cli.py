@@ -92,6 +92,11 @@ def parser() -> argparse.ArgumentParser:
                      default=defaults.max_pending,
                      help="unsent bytes a connection may hold; past it the neighbour is "
                      "too slow and is closed (default %(default)s)")
+    cli.add_argument("--max-forward", type=_whole(1), metavar="BYTES",
+                     default=defaults.max_forward,
+                     help="the largest payload of a ping, pong, query or push sent on; larger "
+                     "ones are dropped (default %(default)s: gtk-gnutella closes a connection "
+                     "that sends it a query over 1 KB)")
     cli.add_argument("--handshake-timeout", type=_seconds, metavar="SECONDS",
                      default=defaults.handshake_timeout,
                      help="a connection whose handshake takes longer is closed "
@@ -123,7 +128,7 @@ def parse(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
             hostcache=args.hostcache, max_connections=args.max_connections,
             outgoing=args.outgoing, query_delay=args.query_delay_ms / 1000,
             router_threads=args.router_threads, thesis_controller=args.thesis_controller,
-            max_pending=args.max_pending,
+            max_pending=args.max_pending, max_forward=args.max_forward,
             handshake_timeout=args.handshake_timeout, status=args.status)
     except seda.ConfigError as exc:
         cli.error(str(exc))

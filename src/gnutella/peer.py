@@ -29,8 +29,8 @@ class Peer:
     """A connection (``conn``, a ``seda.io.Connection``) and our state for it. ``dialed``: the
     address we dialed (an outgoing connection), else None."""
 
-    __slots__ = ("conn", "deflater", "dialed", "handshake", "inflater", "leaf", "listen",
-                 "local_ip", "lock", "parser", "reason", "slot", "state", "timer")
+    __slots__ = ("bye", "conn", "deflater", "dialed", "handshake", "heard", "inflater", "leaf",
+                 "listen", "local_ip", "lock", "parser", "reason", "slot", "state", "timer")
 
     def __init__(self, conn: Any, dialed: Address | None = None) -> None:
         self.conn = conn
@@ -40,6 +40,8 @@ class Peer:
         self.timer: Any = None            # the handshake's deadline, until established
         self.slot = False                 # holds one of the --max-connections slots
         self.leaf = False                 # said X-Ultrapeer: False: no pings forwarded to it
+        self.bye = False                  # said Bye-Packet: reads a Bye before we close
+        self.heard = 0                    # the server's tick when it last sent us anything
         self.listen: Address | None = dialed   # where it accepts connections, if known
         self.local_ip = ""                # our address on this connection (for our pongs)
         self.parser: DescriptorParser | None = None

@@ -79,8 +79,10 @@ class Drop(NamedTuple):
 
 
 class Routes:
-    """The router's tables: ping and query GUIDs to the connection they came from, and servent
-    identifiers (from query hits) to the connection a push for them must take.
+    """The router's tables: ping and query GUIDs to the connection they came from, servent
+    identifiers (from query hits) to the connection a push for them must take, and the GUIDs
+    of pushes seen, so that none goes to a neighbour twice (gtk-gnutella closes a connection
+    that sends it the same push or query again: routing.c, check_duplicate).
 
     ``max_ttl`` caps what a descriptor may claim: one arriving with TTL + hops above it has its
     TTL trimmed (modern servents use 7, some send more to reach further than their share).
@@ -97,6 +99,7 @@ class Routes:
         self.queries = Seen(lifetime, capacity)
         self.servents = Seen(lifetime, capacity)
         self.spent = Seen(lifetime, capacity)     # ping and query GUIDs whose first copy expired
+        self.pushes = Seen(lifetime, capacity)
 
     def originate(self, kind: int, guid: bytes, now: float) -> None:
         """This servent sends a ping or query of its own: their answers come to ``LOCAL``."""
@@ -121,6 +124,8 @@ class Routes:
             self.servents.add(servent, source, now)     # pushes for it go back this way
             to = self.queries.get(guid, now)
         elif kind == PUSH:
+            if not self.pushes.add(guid, source, now):
+                return Drop("duplicate")
             to = self.servents.get(servent, now)
         else:
             return Drop("unknown")

@@ -75,7 +75,8 @@ def build(rt: seda.Runtime, options: Options) -> Service:
         neighbours = Neighbours(options.max_connections)
         server = GnutellaServer(options, neighbours, hosts, address[1])
         router = GnutellaRouter(neighbours, hosts, port=address[1],
-                                query_delay=options.query_delay, max_ttl=options.max_ttl)
+                                query_delay=options.query_delay, max_ttl=options.max_ttl,
+                                max_forward=options.max_forward)
         threads = (1 if options.router_threads == 1
                    else ThreadPoolController(max=options.router_threads,
                                              thesis=options.thesis_controller))

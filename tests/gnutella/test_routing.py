@@ -48,7 +48,15 @@ def test_a_push_follows_the_query_hit_of_its_servent():
     r.route("a", QUERY, guid(2), 7, 0, 0.0)
     r.route("c", QUERY_HIT, guid(2), 7, 0, 0.0, servent=b"S" * 16)
     assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"S" * 16) == Forward("c", 6, 1)
-    assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"T" * 16) == Drop("no route")
+    assert r.route("a", PUSH, guid(8), 7, 0, 1.0, servent=b"T" * 16) == Drop("no route")
+
+
+def test_a_push_goes_once_however_often_it_comes():
+    r, _ = routes()
+    r.route("a", QUERY, guid(2), 7, 0, 0.0)
+    r.route("c", QUERY_HIT, guid(2), 7, 0, 0.0, servent=b"S" * 16)
+    assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"S" * 16) == Forward("c", 6, 1)
+    assert r.route("b", PUSH, guid(9), 6, 1, 1.0, servent=b"S" * 16) == Drop("duplicate")
 
 
 def test_a_route_through_a_closed_connection_is_a_dead_end():
