@@ -330,6 +330,8 @@ def check_reach(routers: list[Router], servents: list[Servent], edges: list[tupl
               for a, b in zip(after, before, strict=True)]
     dups = sum(a["dropped"].get("duplicate", 0) - b["dropped"].get("duplicate", 0)
                for a, b in zip(after, before, strict=True))
+    expired = sum(a["dropped"].get("expired", 0) - b["dropped"].get("expired", 0)
+                  for a, b in zip(after, before, strict=True))
     return {"ttl": ttl, "queries": count, "nodes_in_reach": len(reached),
             "servents_wrong": wrong, "copies": dict(copies),
             "hits_once": all(n == 1 for n in hit_counts) and all(
@@ -338,7 +340,10 @@ def check_reach(routers: list[Router], servents: list[Servent], edges: list[tupl
             "routers_routing_each_once": sum(1 for n in routed if n == count),
             "routers_routing_none": sum(1 for n in routed if n == 0),
             "duplicates_dropped": dups,
-            "duplicates_expected": count * expected_duplicates(edges, dist, ttl)}
+            "duplicates_expected": count * expected_duplicates(edges, dist, ttl),
+            # a copy that took a longer path and arrived first, spent, is an expiry, and lets
+            # the shortest path's copy go on: one duplicate fewer (gnutella.routing)
+            "expired": expired}
 
 
 def check_pongs(routers: list[Router], servents: list[Servent], count: int) -> dict:
