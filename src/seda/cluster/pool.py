@@ -362,6 +362,19 @@ class ClusterPool:
         if retry:
             self.streams.failed(retry)
 
+    @staticmethod
+    def _delivery(entry: Entry) -> Delivery:
+        return Delivery(entry.stream, entry.id.decode(), entry.attempt)
+
+    def _again(self, entries: list[Entry]) -> bool:
+        """Count one more delivery of ``entries`` if none has had its ``max_deliveries``."""
+        if max(e.attempt for e in entries) >= self.max_deliveries:
+            return False
+        for entry in entries:
+            entry.attempt += 1
+        self._counts["redelivered"] += len(entries)
+        return True
+
     def _bury(self, entry: Entry, error: str) -> None:
         self.streams.bury(entry, error)
         self._counts["dead_lettered"] += 1
@@ -370,31 +383,42 @@ class ClusterPool:
 
     def _handle(self, entries: list[Entry]) -> dict[bytes, str]:
         """Run the handler on the batch; the ids of the entries it failed on, with the error.
-        A handler of single events fails event by event; one of whole batches, all at once."""
+        A handler of single events fails event by event; one of whole batches, all at once.
+        A key stage retries a failure at once, up to ``max_deliveries``, before the events
+        behind it (which are of the same partition: order first)."""
         stage, handler = self.stage, self.stage.handler
         events = [e.event for e in entries]
-        batch = [Delivery(e.stream, e.id.decode(), e.attempt) for e in entries]
         failed: dict[bytes, str] = {}
         ends: list[float] = []
-        current.batch = batch
+        retry = self.key is not None
         start, began = time.perf_counter(), time.time()
         try:
             if self.per_event:
-                for entry, ev, delivery in zip(entries, events, batch, strict=True):
-                    current.event = delivery
-                    try:
-                        handler.handle_event(ev)
-                    except Exception:
-                        failed[entry.id] = _error_text()
-                        stage.failed()
+                current.batch = [self._delivery(e) for e in entries]
+                for entry in entries:
+                    while True:
+                        current.event = self._delivery(entry)
+                        try:
+                            handler.handle_event(entry.event)
+                            break
+                        except Exception:
+                            stage.failed()
+                            if not (retry and self._again([entry])):
+                                failed[entry.id] = _error_text()
+                                break
                     ends.append(time.time())
             else:
-                try:
-                    handler.handle_events(events)
-                except Exception:
-                    error = _error_text()
-                    failed = {e.id: error for e in entries}
-                    stage.failed()
+                while True:
+                    current.batch = [self._delivery(e) for e in entries]
+                    try:
+                        handler.handle_events(events)
+                        break
+                    except Exception:
+                        stage.failed()
+                        if not (retry and self._again(entries)):
+                            error = _error_text()
+                            failed = {e.id: error for e in entries}
+                            break
         finally:
             current.batch = current.event = None
         end = time.time()
