@@ -144,16 +144,23 @@ def hop(url: str | None, hops: int) -> list[float]:
     return samples
 
 
-def recovery(url: str, claim_idle: float, events: int) -> float:
+def recovery(url: str, claim_idle: float) -> float:
     """Seconds from a node's SIGKILL, with batches in hand, until every one of them has been
-    handled by the other node."""
+    handled by the other node (events flow in all along)."""
     client = redis.Redis.from_url(url)
     client.flushall()
     procs = start_nodes(url, 2, 2, claim_idle)
-    try:
+    flowing = threading.Event()
+    flowing.set()
+
+    def produce() -> None:
         sink = producer(url)
-        for first in range(0, events, 1000):
-            sink.enqueue_many(range(first, min(events, first + 1000)))
+        while flowing.is_set():
+            sink.enqueue_many(range(100))
+
+    feeder = threading.Thread(target=produce)
+    feeder.start()
+    try:
         victim = f":{procs[0].pid}:"
 
         def held() -> int:
@@ -167,6 +174,8 @@ def recovery(url: str, claim_idle: float, events: int) -> float:
         wait_until(lambda: held() == 0, 60 + 10 * claim_idle)
         return time.perf_counter() - killed
     finally:
+        flowing.clear()
+        feeder.join()
         stop_nodes(procs)
         client.close()
 
@@ -176,7 +185,7 @@ def run(url: str, events: int, hops: int, threads: int, claim_idle: float) -> di
     local, cluster = hop(None, hops), hop(url, hops)
     return {"events": events, "threads": threads, "rates": rates,
             "local_us": statistics.median(local), "cluster_us": statistics.median(cluster),
-            "claim_idle": claim_idle, "recovery_s": recovery(url, claim_idle, events)}
+            "claim_idle": claim_idle, "recovery_s": recovery(url, claim_idle)}
 
 
 def report(result: dict[str, Any]) -> str:
