@@ -102,8 +102,10 @@ class Streams:
         """Take over up to ``count`` pending entries idle for ``min_idle_ms`` (a dead node's, or
         ones that failed), with how often each has been delivered; the cursor to go on from
         (``0-0`` once the pending list has been gone through)."""
-        cursor, claimed, gone = self.client.xautoclaim(stream, self.group, self.consumer,
-                                                       min_idle_ms, start, count=count)[:3]
+        reply = self.client.xautoclaim(stream, self.group, self.consumer, min_idle_ms, start,
+                                       count=count)
+        cursor, claimed = reply[0], reply[1]
+        gone = reply[2] if len(reply) > 2 else []      # Redis 7 lists entries deleted meanwhile
         entries = [Entry(stream, id, fields.get(b"d") if fields else None, 0)
                    for id, fields in claimed]
         if gone:                       # deleted while pending: nothing left to deliver
