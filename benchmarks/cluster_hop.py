@@ -167,7 +167,16 @@ def recovery(url: str, claim_idle: float) -> float:
             consumers = client.xpending(STREAM, "bench")["consumers"]
             return sum(c["pending"] for c in consumers if victim in c["name"].decode())
 
-        wait_until(lambda: held() > 0, 60)
+        def frozen_holding() -> bool:
+            """SIGSTOP the node; True if it holds batches then (two looks agreeing: a
+            command it sent before stopping reaches Redis before ours), else let it go on."""
+            procs[0].send_signal(signal.SIGSTOP)
+            if held() > 0 and held() > 0:
+                return True
+            procs[0].send_signal(signal.SIGCONT)
+            return False
+
+        wait_until(frozen_holding, 60)
         procs[0].send_signal(signal.SIGKILL)
         killed = time.perf_counter()
         procs[0].wait()

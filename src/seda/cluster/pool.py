@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("seda.cluster")
 _LOG_EVERY = 1.0        # seconds between reports of Redis trouble, per stage
 _ERROR_CHARS = 4000     # of a traceback kept with a failed entry
+_FORGET_AFTER = 60.0    # seconds a consumer holding nothing must be idle to be forgotten
 
 
 class Unavailable(RejectedError):
@@ -70,6 +71,9 @@ class ClusterPool:
         self.refresh, self.block_ms = queue.refresh, max(1, int(queue.block * 1000))
         partitions = queue.partitions if queue.partitions is not None else (
             16 if key is not None else 1)
+        if partitions > 1 and key is None:
+            raise ValueError(f"stage {stage.name!r}: partitions spread events by key; give "
+                             "key= too")
         self.partitions = partitions
         self.consumer = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.client = redis.Redis.from_url(queue.url, socket_timeout=queue.timeout,
@@ -103,8 +107,8 @@ class ClusterPool:
         """Where ``ev`` goes: by a hash of its key's encoding, the same on every node."""
         if self.partitions == 1:
             return 0
-        key = ev if self.key is None else self.key(ev)
-        return zlib.crc32(self.codec.encode(key)) % self.partitions
+        assert self.key is not None                # partitions > 1 only with a key
+        return zlib.crc32(self.codec.encode(self.key(ev))) % self.partitions
 
     def put(self, ev: Any) -> None:
         data = self.codec.encode(ev)
@@ -207,15 +211,21 @@ class ClusterPool:
         self._surveyed = time.monotonic()
 
     def _keep(self) -> None:
-        """Survey the streams every ``refresh`` s; keep batches and leases in hand ours."""
+        """Survey the streams every ``refresh`` s; keep batches and leases in hand ours; now
+        and then forget the consumers of nodes long dead."""
         beat = self.claim_idle / 3
         next_beat = time.monotonic() + beat
+        next_prune = time.monotonic() + _FORGET_AFTER
         while not self._stop.wait(self.refresh):
             try:
                 self._look()
-                if time.monotonic() >= next_beat:
-                    next_beat = time.monotonic() + beat
+                now = time.monotonic()
+                if now >= next_beat:
+                    next_beat = now + beat
                     self._heartbeat()
+                if now >= next_prune:
+                    next_prune = now + _FORGET_AFTER
+                    self.streams.prune(int(max(_FORGET_AFTER, 10 * self.claim_idle) * 1000))
             except redis.RedisError as exc:
                 self._trouble(exc)
 
@@ -296,9 +306,10 @@ class ClusterPool:
         its pending entries first (a dead holder's, or ones that failed), else new ones."""
         n, ms = self.partitions, int(self.claim_idle * 1000)
         start = (index * 7 + self._batches) % n
+        lengths = self.streams.lengths()
         for j in range(n):
             p = (start + j) % n
-            if not self.streams.lease(p, holder, ms):
+            if not lengths[p] or not self.streams.lease(p, holder, ms):
                 continue
             self._leases[holder] = p
             try:

@@ -23,6 +23,10 @@ import redis
 # Compare-and-set on a lease: only its holder renews or releases it.
 _RENEW = """if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"""
+# Forget a consumer (a node long gone) only if it holds nothing: its pending entries would be
+# dropped from the group's pending list with it, and never delivered again.
+_FORGET = """if #redis.call('xpending', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) == 0 then
+  redis.call('xgroup', 'delconsumer', KEYS[1], ARGV[1], ARGV[2]) return 1 end return 0"""
 # entries of ours that may lie among claimed ones: other threads' batches in hand
 _IN_HAND = 4096
 _RELEASE = """if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -63,6 +67,7 @@ class Streams:
         self.dead, self.errors, self.nodes = f"{base}:dead", f"{base}:errors", f"{base}:nodes"
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
+        self._forget = client.register_script(_FORGET)
 
     def ensure_group(self) -> None:
         """Create the group on every stream, reading from the start: events added before any
@@ -150,6 +155,13 @@ class Streams:
         pipe.hdel(self.errors, entry.key)
         pipe.execute()
 
+    def lengths(self) -> list[int]:
+        """Entries not yet done, per stream (one round trip)."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in self.names:
+            pipe.xlen(name)
+        return [n if isinstance(n, int) else 0 for n in pipe.execute(raise_on_error=False)]
+
     def wait(self, block_ms: int) -> None:
         """Return when an entry is added to any of the streams, or after ``block_ms`` (a key
         stage's nodes look for work partition by partition, and wait here when none has any)."""
@@ -165,6 +177,16 @@ class Streams:
 
     def release(self, partition: int, holder: str) -> None:
         self._release(keys=[f"{self.base}:lease:{partition}"], args=[holder])
+
+    def prune(self, idle_ms: int) -> int:
+        """Remove from the group the consumers idle for ``idle_ms`` that hold nothing (nodes
+        that died, their entries taken over): how many."""
+        gone = 0
+        for name in self.names:
+            for consumer in self.client.xinfo_consumers(name, self.group):
+                if consumer["idle"] >= idle_ms and consumer["pending"] == 0:
+                    gone += self._forget(keys=[name], args=[self.group, consumer["name"]]) == 1
+        return gone
 
     # -- observation ---------------------------------------------------------------------------
 

@@ -37,3 +37,10 @@ def test_no_connection_is_made_before_start():
     stage = rt.add_stage("s", Nothing(), queue=RedisQueue("redis://127.0.0.1:1/0"))
     assert stage.manager.kind == "cluster" and rt.stats()["s"]["cluster"]["backlog"] == 0
     rt.stop()
+
+
+def test_partitions_need_a_key():
+    rt = seda.Runtime()
+    with pytest.raises(ValueError, match="give key="):
+        rt.add_stage("s", Nothing(), queue=RedisQueue(partitions=4))
+    rt.stop()
