@@ -1,4 +1,4 @@
-"""A throwaway Redis server for the benchmarks (the way ``tests/helpers/redis.py`` starts one
+"""A throwaway Redis server for the benchmarks (the way ``tests/helpers/redis_server.py`` starts one
 for the tests, without pytest): Debian's ``redis-server`` on a free loopback port, its own
 temporary directory, the append-only file on (``appendfsync everysec``, Redis's default: the
 benchmarks measure the queue, not the disk).

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import redis
+from tests.helpers import redis_server
 
 
 @pytest.fixture
 def redis_url() -> str:
-    return redis.server().url
+    return redis_server.server().url
 
 
 @pytest.fixture

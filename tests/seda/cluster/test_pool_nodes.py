@@ -15,7 +15,7 @@ from pathlib import Path
 import seda
 from seda.cluster import RedisQueue, Unavailable
 
-from tests.helpers import redis
+from tests.helpers import redis_server
 from tests.helpers.net import until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -76,7 +76,7 @@ def freeze_holding(proc: subprocess.Popen, client, victim: str) -> bool:
 
 
 def kill_a_node_mid_run(total: int, seconds: float) -> None:
-    server = redis.server()
+    server = redis_server.server()
     client = server.client()
     nodes = [start_node(server.url) for _ in range(3)]
     try:
@@ -106,7 +106,7 @@ def test_three_nodes_one_killed_mid_run_100000_events():
 
 
 def test_a_redis_restart_loses_nothing_it_accepted():
-    server = redis.own_server()
+    server = redis_server.own_server()
     accepted: list[int] = []
     retried: set[int] = set()
     handled: list[int] = []

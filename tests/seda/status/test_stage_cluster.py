@@ -6,7 +6,7 @@ import seda
 from seda.cluster import RedisQueue
 from seda.status import add_status
 
-from tests.helpers import redis
+from tests.helpers import redis_server
 from tests.helpers.net import fetch, until
 
 
@@ -16,7 +16,7 @@ class Nothing(seda.EventHandler):
 
 
 def test_the_page_and_metrics_show_a_cluster_queue():
-    url = redis.server().url
+    url = redis_server.server().url
     rt = seda.Runtime()
     try:
         status = add_status(rt, "mailer", http=None)

@@ -1,4 +1,5 @@
-"""A throwaway Redis server for the cluster tests: Debian's ``redis-server`` on a free loopback
+"""A throwaway Redis server for the cluster tests (not named redis.py: a script run from this
+directory would import it for the client library): Debian's ``redis-server`` on a free loopback
 port, its own temporary directory, the append-only file on and synced at every write (so a
 server killed with SIGKILL loses nothing it acknowledged: what the restart tests rely on).
 
