@@ -144,6 +144,10 @@ def parser() -> argparse.ArgumentParser:
                        help="largest message taken (default %(default)s)")
     serve.add_argument("--smtp-timeout", type=_positive, default=300.0, metavar="SECONDS",
                        help="close a client silent this long (default %(default)s)")
+    serve.add_argument("--redis", metavar="URL",
+                       help="share mail delivery with every node given the same Redis "
+                       "(redis://HOST:6379/0): mail accepted here may be stored by any node, "
+                       "and none is lost when a node dies (needs pyseda[cluster])")
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="run N worker processes sharing the web and SMTP ports "
                        "(SO_REUSEPORT), restarted if they die (default 1: no supervisor)")
@@ -250,17 +254,24 @@ def _serve(args: argparse.Namespace) -> None:
                        admission=args.admission or "bound",
                        admission_at=args.admission_at or "stage", degrade=args.degrade,
                        web_threads=args.threads,
-                       reuse_port=worker, status_dir=args.status_dir)
+                       reuse_port=worker, status_dir=args.status_dir, redis=args.redis)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signals.put(signum))   # put is reentrant
     rt = seda.Runtime()
     try:
         service = build(rt, options)
+    except RuntimeError as exc:                # --redis without the cluster extra
+        rt.stop()
+        raise Failure(str(exc)) from None
     except BaseException:
         rt.stop()
         raise
-    rt.start()
+    try:
+        rt.start()
+    except RuntimeError as exc:                # --redis: Redis out of reach
+        service.close()
+        raise Failure(str(exc)) from None
     try:
         if worker:
             os.write(args.ready_fd, b"1")

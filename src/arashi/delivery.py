@@ -4,7 +4,9 @@ take a pooled connection (thesis 6.3.3), so the loop thread never waits for the 
 A message is stored for all its recipients in one transaction (``MailStore.deliver``), and
 only once that has committed is ``Answer(stored=True)`` sent back, for the 250. A database
 that fails, or anything else that goes wrong, answers 451 (try again later): the client keeps
-the message, nothing is half-stored.
+the message, nothing is half-stored. With ``serve --redis`` the message is instead added to
+the cluster stage ``arashi.store`` (``cluster.py``), and the 250 follows once Redis has it; a
+Redis out of reach, or a cluster backlog over its bound, answers 451.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import seda
 
 from .db import DatabaseError
-from .events import RECEIVER, Answer, Job
+from .events import RECEIVER, STORE, Accepted, Answer, Job
 from .smtp import Mail, Recipient
 from .store import NAME, MailStore, NotFound
 
@@ -29,6 +31,8 @@ class Delivery(seda.EventHandler):
 
     def init(self, ctx: seda.StageContext) -> None:
         self.receiver = ctx.runtime.sink(RECEIVER)
+        stages = {stage.name for stage in ctx.runtime.stages()}
+        self.accept = ctx.runtime.sink(STORE) if STORE in stages else None
 
     def handle_event(self, ev: Job) -> None:
         question = ev.question
@@ -51,7 +55,16 @@ class Delivery(seda.EventHandler):
             who = self.store.user_id(local) if NAME.fullmatch(local) else None
             return Answer(session, who=who)
         assert type(question) is Mail
-        self.store.deliver(question.recipients, question.data, question.sender)
+        if self.accept is not None:
+            try:
+                self.accept.enqueue(Accepted(list(question.recipients), question.data,
+                                             question.sender))
+            except seda.RejectedError as exc:      # Redis out of reach, or a flood
+                self.failed += 1
+                log.warning("cannot accept mail now: %s", exc)
+                return Answer(session, failure=(451, "4.3.0 cannot take mail now, try later"))
+        else:
+            self.store.deliver(question.recipients, question.data, question.sender)
         self.delivered += 1
         self.recipients += len(question.recipients)
         return Answer(session, stored=True)

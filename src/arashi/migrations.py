@@ -108,6 +108,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX sessions_by_expiry ON sessions (expires)
     """),
+    Migration(3, "deliveries: the idempotency keys of mail stored from a cluster stage", """
+        CREATE TABLE deliveries (
+            key TEXT PRIMARY KEY,
+            delivered REAL NOT NULL
+        )
+    """, """
+        CREATE TABLE deliveries (
+            key TEXT COLLATE "C" PRIMARY KEY,
+            delivered DOUBLE PRECISION NOT NULL
+        )
+    """),
 )
 
 LATEST = MIGRATIONS[-1].version

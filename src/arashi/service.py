@@ -3,6 +3,10 @@
     seda.io (listen, read) -> arashi.smtp -> arashi.delivery (threads, database pool)
                                           <-                -> seda.io write
 
+and with ``redis``, mail accepted by any node is stored by any node (``cluster.py``):
+
+    arashi.delivery -> arashi.store (a cluster stage on Redis Streams; threads, database pool)
+
 and, with ``web_bind``, the web pages (``router.py``): one stage per request type
 
     seda.http -> arashi.http -> arashi.{login,logout,folders,messages,show,search,act} (threads)
@@ -21,6 +25,7 @@ import seda
 from seda.control import QueueThreshold
 from seda.io import SocketLayer, bind_socket
 
+from .cluster import add_store_stage
 from .db import DatabaseError, Pool, database_url, open_pool
 from .delivery import Delivery
 from .events import DELIVERY, RECEIVER
@@ -64,6 +69,8 @@ class Options:
     session_lifetime: float = LIFETIME                # seconds a session lives unused
     reuse_port: bool = False                          # a worker of several (serve --workers)
     status_dir: str | None = None                     # the workers' shared status snapshots
+    redis: str | None = None                          # share delivery with other nodes here
+    claim_idle: float = 30.0                          # with redis: a dead node's mail waits so
 
 
 @dataclass
@@ -86,7 +93,7 @@ def open_store(options: Options) -> tuple[Pool, MailStore]:
     url = database_url(options.data, options.url)
     if options.data is not None and not Path(options.data).is_dir():
         raise DatabaseError(f"{options.data} is no data directory (make one: arashi init DIR)")
-    size = options.delivery_threads + 1
+    size = options.delivery_threads * (2 if options.redis else 1) + 1
     if options.web_bind is not None:
         size += options.web_threads
     pool = open_pool(url, size=size)
@@ -115,6 +122,9 @@ def build(rt: seda.Runtime, options: Options) -> Service:
             raise OSError(f"cannot listen for SMTP on {host}:{port}: "
                           f"{exc.strerror or exc}") from None
         try:
+            if options.redis is not None:
+                add_store_stage(rt, store, options.redis, options.delivery_threads,
+                                options.delivery_queue, options.claim_idle)
             rt.add_stage(DELIVERY, Delivery(store), threads=options.delivery_threads, batch=1,
                          predicate=QueueThreshold(options.delivery_queue))
             receiver = SMTPReceiver(options.hostname, frozenset(options.domains),

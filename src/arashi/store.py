@@ -159,14 +159,20 @@ class MailStore:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def deliver(self, users: Sequence[int], raw: bytes, envelope_from: str | None = None
-                ) -> list[int]:
+    def deliver(self, users: Sequence[int], raw: bytes, envelope_from: str | None = None,
+                key: str | None = None) -> list[int]:
         """Put ``raw`` in each user's INBOX, all in one transaction: when this returns, every
-        copy is committed; when it raises, none is. The new message ids, one per user."""
+        copy is committed; when it raises, none is. The new message ids, one per user.
+        ``key``: the delivery's idempotency key (a cluster stage delivers at least once); a
+        key already stored stores nothing again, and returns no ids."""
         summary = summarize(raw)
         now = time.time()
         ids = []
         with self.pool.transaction(write=True) as tx:
+            if key is not None and tx.execute(
+                    "INSERT INTO deliveries (key, delivered) VALUES (?, ?) ON CONFLICT DO NOTHING"
+                    " RETURNING key", (key, now)).fetchone() is None:
+                return []
             for user in dict.fromkeys(users):          # a user named twice gets one copy
                 row = tx.execute("SELECT id FROM folders WHERE user_id = ? AND name = ?",
                                  (user, INBOX)).fetchone()

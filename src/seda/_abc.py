@@ -2,7 +2,8 @@
 
 A thread manager decides where a stage's handler runs (thesis 5.2.1); the core ships three
 (``_threads.ThreadPool``, ``_loop.LoopStage``, ``_processes.ProcessPool``) and talks to them
-only through ``ThreadManager``. A controller is a feedback loop over one stage (thesis 5.4,
+only through ``ThreadManager``; a ``StageQueue`` from a layer above (``seda.cluster``) brings
+a fourth with it. A controller is a feedback loop over one stage (thesis 5.4,
 chapter 7); ``seda.control`` holds the project's, and the runtime knows them only as
 ``Controller``: it attaches them and ticks them, so the core imports nothing from above. A
 ``DoneSink`` is where a completion is reported.
@@ -51,6 +52,21 @@ class ThreadManager(Protocol):
 
     def unwrap_keys(self, unwrap: Callable[[Any], Any]) -> None:
         """Queued items are about to be wrapped (``Stage.observe``): key on what is inside."""
+
+    # Optional, read with getattr: ``stamps`` (a ClassVar, True when the manager knows each
+    # event's enqueue time itself and calls the stage's observers, so ``Stage.observe`` wraps
+    # nothing) and ``info()`` (a dict of JSON values ``Runtime.stats()`` shows under the
+    # manager's ``kind``): what a queue outside the process (``seda.cluster``) has to add.
+
+
+class StageQueue(Protocol):
+    """A queue that lives outside the process (``add_stage(..., queue=...)``, as
+    ``seda.cluster.RedisQueue``): it makes the thread manager that drains it for a stage."""
+
+    def manager(self, stage: Stage, threads: int,
+                key: Callable[[Any], Any] | None) -> ThreadManager:
+        """The thread manager of ``stage``: ``threads`` threads of this process, ``key`` as
+        ``add_stage`` was given it."""
 
 
 class DoneSink(Protocol):

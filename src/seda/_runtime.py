@@ -9,7 +9,7 @@ from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
-from ._abc import Controller
+from ._abc import Controller, StageQueue
 from ._control import ControlThread
 from ._loop import EventLoop, LoopStage
 from ._processes import ProcessPool
@@ -73,12 +73,15 @@ class Runtime:
         blocking: bool = True,
         key: Callable[[Any], Any] | None = None,
         processes: int | None = None,
+        queue: StageQueue | None = None,
     ) -> Stage:
         """Create a stage. Where its handler runs:
 
         - ``blocking=True`` (default): a private pool of ``threads`` threads;
         - ``blocking=False``: the shared event-loop thread, with every other non-blocking stage;
-        - ``processes=N``: N worker processes (events and outgoing enqueues are pickled).
+        - ``processes=N``: N worker processes (events and outgoing enqueues are pickled);
+        - ``queue=``: ``threads`` threads draining a queue outside the process, which makes its
+          own thread manager (``seda.cluster.RedisQueue``: a stream shared by many machines).
 
         ``key=fn``: events with equal ``fn(ev)`` are handled one at a time, in arrival order.
         ``threads``, ``batch`` and ``predicate`` take a constant or a controller from
@@ -88,7 +91,7 @@ class Runtime:
         thread_ctl: Controller | None = None
         batch_ctl: Controller | None = None
         if isinstance(threads, Controller):
-            if not blocking or processes is not None:
+            if not blocking or processes is not None or queue is not None:
                 raise ValueError(f"stage {name!r}: a controller of threads sizes a thread pool; "
                                  "this stage has none")
             thread_ctl, threads = threads, 1
@@ -108,13 +111,18 @@ class Runtime:
         if not blocking and (threads != 1 or processes is not None):
             raise ValueError(f"stage {name!r}: a non-blocking stage runs on the shared event-loop "
                              "thread; it takes neither threads nor processes")
+        if queue is not None and (not blocking or processes is not None):
+            raise ValueError(f"stage {name!r}: a stage with a queue= runs on threads of its own; "
+                             "it takes neither blocking=False nor processes")
         with self._lock:
             if name in self._stages:
                 raise ValueError(f"a stage named {name!r} already exists")
             if self._state == "stopped":
                 raise RuntimeError("the runtime has been stopped")
             stage = Stage(name, handler, self, batch, dict(params or {}))
-            if processes is not None:
+            if queue is not None:
+                stage.manager = queue.manager(stage, threads, key)
+            elif processes is not None:
                 stage.manager = ProcessPool(stage, processes, key)
             elif blocking:
                 stage.manager = ThreadPool(stage, threads, key)
@@ -281,8 +289,9 @@ class Runtime:
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per stage: queue, threads, processed, rejected, errors, batch, reserved, p90_ms
         (90th percentile of the handler's time per event over its last 512 batches), and under
-        ``control`` the state of its controllers (``threads``, ``batch``, ``admission``), and
-        under ``handler`` what the handler counts itself (``EventHandler.stats``)."""
+        ``control`` the state of its controllers (``threads``, ``batch``, ``admission``), under
+        ``handler`` what the handler counts itself (``EventHandler.stats``), and for a stage
+        with a ``queue=``, under its kind (``cluster``) what that queue reports."""
         out: dict[str, dict[str, Any]] = {}
         for name, stage in list(self._stages.items()):
             manager = stage.manager
@@ -304,6 +313,9 @@ class Runtime:
             control = {label: ctl.state() for label, ctl in knobs if hasattr(ctl, "state")}
             if control:
                 out[name]["control"] = control
+            info = getattr(manager, "info", None)     # a queue outside the process
+            if info is not None:
+                out[name][manager.kind] = info()
             own = getattr(stage.handler, "stats", None)
             own = own() if own is not None else None
             if own is not None:

@@ -137,7 +137,8 @@ class Stage:
         self.observers.append(observer)
         if not self.timed:
             self.timed = True
-            self._stamp()
+            if not getattr(self.manager, "stamps", False):   # else it times events itself
+                self._stamp()
 
     def unobserve(self, observer: Observer) -> None:
         if observer in self.observers:

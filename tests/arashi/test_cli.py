@@ -14,6 +14,7 @@ import time
 import pytest
 import requests
 
+from arashi.migrations import LATEST
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
@@ -28,7 +29,8 @@ def test_init_adduser_and_import(tmp_path, backend):
     where = store_args(data, url)          # --data DIR, or --db URL
     init = [str(data)] if url is None else ["--db", url]
     done = arashi("init", *init)
-    assert done.returncode == 0 and "initialised, schema version 2" in done.stdout, done.stderr
+    assert done.returncode == 0 and f"initialised, schema version {LATEST}" in done.stdout, \
+        done.stderr
     assert "up to date" in arashi("init", *init).stdout
     done = arashi("adduser", "Alice", *where, "--password-stdin", stdin="s3cret\n")
     assert done.returncode == 0, done.stderr

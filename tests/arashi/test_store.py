@@ -63,6 +63,15 @@ def test_one_delivery_to_several_users_gives_each_a_copy(store):
     assert store.message(alice, ids[0]).subject == store.message(bob, ids[1]).subject
 
 
+def test_a_delivery_key_stores_its_message_once(store):
+    """A cluster stage delivers at least once: the second delivery of a key stores nothing."""
+    alice = store.add_user("alice", "pw")
+    assert len(store.deliver([alice], mail("once"), key="arashi:store/1-0")) == 1
+    assert store.deliver([alice], mail("once"), key="arashi:store/1-0") == []
+    assert len(store.deliver([alice], mail("again"), key="arashi:store/2-0")) == 1
+    assert store.count(alice, store.folder(alice, INBOX)) == 2
+
+
 def test_a_user_reaches_nothing_of_another_users_mail(store):
     alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
     (secret,) = store.deliver([bob], mail("bob's secret"))

@@ -1,7 +1,8 @@
 """``python tests/helpers/arashi_crash.py before|after SERVE-ARGS...``: ``arashi serve`` that
 stops dead in the middle of a delivery, for a test to kill it there. ``before``: the message's
 rows are written but not committed; ``after``: committed, the 250 not yet sent. It prints the
-moment on standard output and waits forever."""
+moment on standard output and waits forever. ``holding`` (with ``--redis``): the cluster stage
+has taken an accepted message from the stream and holds it, unstored and unacknowledged."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ def hold(say: str) -> None:
 
 def main() -> int:
     mode, args = sys.argv[1], sys.argv[2:]
-    if mode == "before":
+    if mode == "holding":
+        from arashi.cluster import Store
+
+        Store.handle_event = lambda self, ev: hold("holding")
+    elif mode == "before":
         insert = MailStore._insert
 
         def inserted(self, *a, **kw):

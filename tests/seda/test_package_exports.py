@@ -13,6 +13,8 @@ EXPORTS = {
     "seda": ["ConfigError", "EventHandler", "ImportObjectError", "RejectedError", "Runtime",
              "Sink", "SinkError", "Stage", "StageClosedError", "StageContext",
              "StagesInitialized", "Stopping", "import_object", "single_threaded"],
+    "seda.cluster": ["Codec", "DecodeError", "Delivery", "EncodeError", "RedisQueue",
+                     "Unavailable", "deliveries", "delivery"],
     "seda.control": ["RED", "AdaptiveConcurrency", "BatchingController", "Controller",
                      "Degrader", "MulticlassResponseTimeController", "QueueDelay",
                      "QueueThreshold", "ResponseTimeBound", "ResponseTimeController",
@@ -43,7 +45,8 @@ def test_the_core_modules_are_private():
     """Everything at the top of seda that is not a package is the runtime's own (a leading
     underscore), except the config file format."""
     public = {m.name for m in pkgutil.iter_modules(seda.__path__) if not m.name.startswith("_")}
-    assert public == {"config", "control", "io", "http", "model", "profile", "status"}
+    assert public == {"cluster", "config", "control", "io", "http", "model", "profile",
+                      "status"}
 
 
 def test_a_stage_cannot_be_run_by_hand():

@@ -19,10 +19,11 @@ ALLOWED = {
     "io": {"core", "control"},
     "http": {"core", "io"},
     "status": {"core", "control", "io", "http", "profile"},
+    "cluster": {"core"},
 }
 # What a service (haboob, and the services to come) may import of seda: the public packages.
 PUBLIC = {"seda", "seda.config", "seda.control", "seda.io", "seda.http", "seda.status",
-          "seda.profile", "seda.model"}
+          "seda.profile", "seda.model", "seda.cluster"}
 
 
 def layer(module: str) -> str:

@@ -70,6 +70,9 @@ class Metrics:
         rate = family("seda_stage_admission_rate", "Admission rate, events/s", False, ["stage"])
         own = UnknownMetricFamily("seda_stage_handler", "What a stage's handler counts itself",
                                   labels=[*worker, "stage", "name"])
+        cluster = UnknownMetricFamily("seda_stage_cluster", "A cluster stage's stream (backlog, "
+                                      "pending, dead_letters, ...) and this node's redeliveries",
+                                      labels=[*worker, "stage", "name"])
         started = family(f"{self.service}_start_time_seconds",
                          "When the process started (Unix time)", False, [])
         conns = family(f"{self.service}_http_connections", "Open connections", False, [])
@@ -89,6 +92,8 @@ class Metrics:
                     rate.add_metric([*who, name], admission["rate"])
                 for key, value in handler_values(s.get("handler")):
                     own.add_metric([*who, name, key], value)
+                for key, value in handler_values(s.get("cluster")):
+                    cluster.add_metric([*who, name, key], value)
             traffic = snap["traffic"]
             started.add_metric(who, snap["started"])
             conns.add_metric(who, traffic["connections"])
@@ -97,7 +102,7 @@ class Metrics:
             for reason, n in traffic["total"]["counts"].items():
                 failed.add_metric([*who, reason], n)
         yield from stage.values()
-        yield from (rate, own, started)
+        yield from (rate, own, cluster, started)
         if self.http:
             yield from (conns, responses, failed)
 

@@ -168,6 +168,18 @@ def stages_table(stages: dict[str, dict[str, Any]]) -> str:
             f'{"".join(rows)}</table>')
 
 
+def cluster_table(stages: dict[str, dict[str, Any]]) -> str:
+    """Stages whose queue is a Redis stream (``seda.cluster``): the stream's state."""
+    head = ("stage", "stream", "backlog", "pending", "oldest ms", "consumers", "redelivered",
+            "dead letters")
+    rows = [_row([_cell(v) for v in (
+        name, c["stream"], c["backlog"], c["pending"], c["oldest_ms"], c["consumers"],
+        c["redelivered"], c["dead_letters"])])
+        for name, s in stages.items() if (c := s.get("cluster"))]
+    return (f'<table id="cluster"><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>'
+            f'{"".join(rows)}</table>') if rows else ""
+
+
 def counters_table(stages: dict[str, dict[str, Any]]) -> str:
     """What each handler counts itself (``EventHandler.stats``): a service's own numbers."""
     rows = [_row([html.escape(stage) if i == 0 else "", html.escape(key), _cell(value)])
@@ -203,6 +215,9 @@ def page(doc: dict[str, Any]) -> bytes:
     workers = ""
     if supervisor is not None:
         workers = f"<h2>Workers</h2>{workers_table(doc['workers'])}"
+    cluster = cluster_table(doc["stages"])
+    if cluster:
+        cluster = f"<h2>Cluster queues</h2>{cluster}"
     counters = counters_table(doc["stages"])
     if counters:
         counters = f"<h2>Counters</h2>{counters}"
@@ -217,6 +232,7 @@ def page(doc: dict[str, Any]) -> bytes:
 <h2>Stages</h2>
 <div id="graph">{graph_svg(doc["stages"], doc["graph"])}</div>
 {stages_table(doc["stages"])}
+{cluster}
 {counters}
 <p>Refreshes every 2 s. Whole service{" (all workers)" if supervisor else ""}.
 <a href="metrics">Prometheus metrics</a> · <a href="status.json">JSON</a> ·

@@ -17,3 +17,17 @@ def test_workers_add_up():
         "haboob.status.share": {"queue": 0}}
     assert merge_graph([[("a", "b", 1)], [["a", "b", 2], ["b", "a", 1]]]) == [
         ("a", "b", 3), ("b", "a", 1)]
+
+
+def test_a_cluster_stage_is_the_same_stream_seen_by_every_worker():
+    """Its queue and the stream's numbers are taken once; each worker's own counts add up."""
+    def worker(redelivered):
+        return {"deliver": {"queue": 7, "processed": 5, "manager": "cluster",
+                            "cluster": {"stream": "seda:deliver", "backlog": 7, "pending": 2,
+                                        "consumers": 2, "dead_letters": 1,
+                                        "redelivered": redelivered}}}
+
+    assert merge([worker(1), worker(2)]) == {
+        "deliver": {"queue": 7, "processed": 10, "manager": "cluster",
+                    "cluster": {"stream": "seda:deliver", "backlog": 7, "pending": 2,
+                                "consumers": 2, "dead_letters": 1, "redelivered": 3}}}
