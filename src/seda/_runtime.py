@@ -10,6 +10,7 @@ from os import PathLike
 from typing import Any
 
 from ._abc import Controller
+from ._asyncio import AsyncioStage, LoopFactory
 from ._control import ControlThread
 from ._loop import EventLoop, LoopStage
 from ._processes import ProcessPool
@@ -73,12 +74,17 @@ class Runtime:
         blocking: bool = True,
         key: Callable[[Any], Any] | None = None,
         processes: int | None = None,
+        tasks: int | None = None,
+        loop_factory: LoopFactory | None = None,
     ) -> Stage:
         """Create a stage. Where its handler runs:
 
         - ``blocking=True`` (default): a private pool of ``threads`` threads;
         - ``blocking=False``: the shared event-loop thread, with every other non-blocking stage;
-        - ``processes=N``: N worker processes (events and outgoing enqueues are pickled).
+        - ``processes=N``: N worker processes (events and outgoing enqueues are pickled);
+        - ``tasks=N``: an asyncio event loop on a thread of its own (``loop_factory()``'s;
+          uvloop's where installed), each event a task of the handler's ``async def
+          handle_event``, at most N at once; its init and destroy run there too.
 
         ``key=fn``: events with equal ``fn(ev)`` are handled one at a time, in arrival order.
         ``threads``, ``batch`` and ``predicate`` take a constant or a controller from
@@ -105,6 +111,10 @@ class Runtime:
             raise ValueError(f"stage {name!r}: batch must be an integer >= 1, got {batch!r}")
         if getattr(handler, "single_threaded", False) and (threads != 1 or thread_ctl):
             raise ValueError(f"stage {name!r}: the handler is single-threaded, threads={threads}")
+        if tasks is not None and (not blocking or processes is not None or key is not None
+                                  or threads != 1 or thread_ctl is not None):
+            raise ValueError(f"stage {name!r}: an asyncio stage (tasks=) runs on a thread of its "
+                             "own; it takes neither threads, blocking, processes nor key")
         if not blocking and (threads != 1 or processes is not None):
             raise ValueError(f"stage {name!r}: a non-blocking stage runs on the shared event-loop "
                              "thread; it takes neither threads nor processes")
@@ -114,7 +124,9 @@ class Runtime:
             if self._state == "stopped":
                 raise RuntimeError("the runtime has been stopped")
             stage = Stage(name, handler, self, batch, dict(params or {}))
-            if processes is not None:
+            if tasks is not None:
+                stage.manager = AsyncioStage(stage, tasks, loop_factory)
+            elif processes is not None:
                 stage.manager = ProcessPool(stage, processes, key)
             elif blocking:
                 stage.manager = ThreadPool(stage, threads, key)

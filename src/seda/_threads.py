@@ -115,6 +115,9 @@ class ThreadPool:
     def thread_count(self) -> int:
         return len(self.live)
 
+    def concurrency(self) -> int:
+        return len(self.live)
+
     def idle(self) -> bool:
         return self.queue.idle()
 
