@@ -186,6 +186,7 @@ class AsyncioStage:
             if left:
                 loop.run_until_complete(asyncio.wait(left, timeout=_CANCEL_WAIT))
             loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())   # to_thread's threads
         except Exception:
             log.exception("stage %r: closing its event loop raised", self.stage.name)
         finally:

@@ -148,7 +148,7 @@ def test_observers_see_the_time_to_the_end_of_each_task(rt):
     time.sleep(0.05)                               # (the time being measured, not a wait)
     handler.open()
     soon(lambda: len(seen) == 2)
-    (first, wait1, response1), (second, wait2, response2) = seen
+    (first, _wait1, response1), (second, wait2, _response2) = seen
     assert (first, second) == ("first", "second")
     assert response1 >= 0.05                       # the task's time counts, not its start
     assert wait2 >= 0.05                           # it waited for the only task slot

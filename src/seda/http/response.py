@@ -242,10 +242,12 @@ class StreamBody:
     The producer calls ``write(piece)`` and finally ``finish()`` (or ``fail()`` if it cannot
     complete the body); ``write`` blocks while more than ``limit`` bytes wait to reach the
     socket, so a slow client slows the producer instead of filling memory, and raises
-    ConnectionError once the connection is gone. On the loop thread the HTTP connection
-    ``attach``es it when its turn comes and ``take``s what was written each time it is woken.
-    With a declared ``length`` (Content-Length), bytes past it are dropped and a body that
-    ends short of it counts as failed: the connection must close, not wait or desynchronise."""
+    ConnectionError once the connection is gone. A producer on an event loop, which must not
+    block, calls ``write_nowait`` and, when it says so, waits for ``when_writable``. On the
+    loop thread the HTTP connection ``attach``es it when its turn comes and ``take``s what was
+    written each time it is woken. With a declared ``length`` (Content-Length), bytes past it
+    are dropped and a body that ends short of it counts as failed: the connection must close,
+    not wait or desynchronise."""
 
     def __init__(self, limit: int = 256 * 1024) -> None:
         self.limit = limit
@@ -260,6 +262,7 @@ class StreamBody:
         self._broken = False
         self._signalled = False             # the consumer was woken and has not taken yet
         self._wake: Callable[[], None] | None = None      # asks the loop to take
+        self._writable: Callable[[], None] | None = None  # when_writable's callback
 
     # producer side, any thread
     def write(self, piece: bytes) -> None:
@@ -275,6 +278,31 @@ class StreamBody:
             wake = self._signal()
         if wake is not None:
             wake()
+
+    def write_nowait(self, piece: bytes) -> bool:
+        """``write`` without waiting: False if more than ``limit`` bytes now wait for the
+        socket, and the producer should wait for ``when_writable`` before writing more."""
+        with self._cond:
+            if self._broken:
+                raise ConnectionError("the client connection is gone")
+            if piece:
+                self._pieces.append(bytes(piece))
+                self._queued += len(piece)
+            room = self._queued <= self.limit
+            wake = self._signal() if piece else None
+        if wake is not None:
+            wake()
+        return room
+
+    def when_writable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once, at once or from the consumer's thread, when the producer
+        may write again: the socket has taken what waited, or the connection is gone."""
+        with self._cond:
+            ready = self._queued <= self.limit or self._broken
+            if not ready:
+                self._writable = callback
+        if ready:
+            callback()
 
     def finish(self) -> None:
         self._end(failed=False)
@@ -315,6 +343,9 @@ class StreamBody:
             self._signalled = False
             finished = self._finished
             self._cond.notify_all()
+            writable, self._writable = self._writable, None
+        if writable is not None:
+            writable()
         if self.length is not None:
             pieces = self._within_length(pieces, self.length)
             if finished and self._sent < self.length:
@@ -349,6 +380,9 @@ class StreamBody:
         with self._cond:
             self._broken = True
             self._cond.notify_all()
+            writable, self._writable = self._writable, None
+        if writable is not None:
+            writable()
 
 # -- helpers for the statuses a server needs ----------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._signals import Stopping
@@ -48,19 +49,46 @@ OUTPUT_LIMIT = 256 * 1024
 class _HttpConnection:
     """One connection's I/O: feeds its protocol and carries out the events it returns."""
 
-    __slots__ = ("conn", "protocol", "reading", "server", "wanted")
+    __slots__ = ("conn", "gone", "protocol", "reading", "server", "wanted", "watchers")
 
     def __init__(self, server: _HttpServer, conn: Connection) -> None:
         self.server, self.conn = server, conn
         self.reading = True                    # the socket is being read
         self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
+        self.gone = False                      # the client has closed or stopped sending
+        # requests whose application asked to hear of it (HttpRequest.on_gone): few, made
+        # only for them
+        self.watchers: dict[HttpRequest, Callable[[], None]] | None = None
         self.protocol: ServerProtocol | None = ServerProtocol(
             server.limits, self, answers=server.answers, log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
             wake=self._wake_reading, now=time.monotonic())
 
     def feed(self, data: bytes) -> None:
+        if not data:                           # the end of input: the client has gone
+            self._gone()
         self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]  # open
+
+    def watch(self, request: HttpRequest, callback: Callable[[], None] | None) -> None:
+        """``HttpRequest.on_gone``: call ``callback`` when the client goes; any thread. It may
+        be called twice (a watch that races the news), never not at all."""
+        if callback is None:
+            if self.watchers is not None:
+                self.watchers.pop(request, None)
+            return
+        if self.watchers is None:
+            self.watchers = {}
+        self.watchers[request] = callback
+        if self.gone:                          # (set before the watchers are taken: see _gone)
+            callback()
+
+    def _gone(self) -> None:
+        """The client has closed the connection or stopped sending (loop thread)."""
+        self.gone = True
+        watchers, self.watchers = self.watchers, None
+        if watchers:
+            for callback in list(watchers.values()):
+                callback()
 
     def respond(self, request: HttpRequest, response: Answer) -> None:
         """Send ``response`` to ``request``, in request order. Any thread."""
@@ -170,6 +198,7 @@ class _HttpConnection:
         """The socket is closed: release what unsent answers hold (a file descriptor waiting
         for its WriteDone, a producer blocked on a stream), and let go of the protocol."""
         protocol, self.protocol = self.protocol, None
+        self._gone()
         if protocol is not None:
             if self.conn.unsent and protocol.send_seq == protocol.next_seq:
                 self.server.counts.dropped += 1    # the last answer was on its way, not out
