@@ -1,6 +1,6 @@
 """ASGI applications in an asyncio stage of their own: the HTTP scope, bodies both ways as they
 come, http.disconnect, failures, shedding. Plain ASGI callables, real sockets; the frameworks
-are tested end to end in tests/haboob/test_server_asgi_apps.py."""
+are tested end to end in tests/haboob/."""
 
 from __future__ import annotations
 
