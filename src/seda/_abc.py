@@ -44,10 +44,10 @@ class ThreadManager(Protocol):
     def thread_count(self) -> int:
         """Threads (or processes) running the handler now."""
 
-    def concurrency(self) -> int:
-        """Events the handler can have in hand at once: the threads or processes running it,
-        an asyncio stage's task cap. Response-time controllers turn service time into
-        capacity with it."""
+    def concurrency(self) -> float:
+        """Events the handler serves at once: the threads or processes running it; on an
+        asyncio stage, as many tasks as overlap, measured. Response-time controllers turn
+        service time into capacity with it."""
 
     def idle(self) -> bool:
         """Nothing queued and no batch in hand."""

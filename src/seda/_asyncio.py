@@ -6,7 +6,9 @@ the others wait in the stage's queue. An event counts as handled when its task e
 ``Runtime.stop`` waits for the tasks in flight and a response-time controller measures from the
 enqueue to the end of the task. The stage's sink counts the tasks in flight as well as the
 events queued (``len(sink)``): on one thread they share the CPU as queued events share a pool,
-so an admission predicate bounds the two together.
+so an admission predicate bounds the two together. How many tasks the stage can really serve
+at once (``concurrency``) is measured: their time in flight per CPU second of the loop thread,
+1 for handlers that only compute, up to the cap for handlers that mostly wait.
 
 The handler's ``init`` and ``destroy`` run on the loop thread as well and may be coroutine
 functions (an ASGI application's lifespan startup and shutdown). Events from other threads
@@ -38,6 +40,7 @@ log = logging.getLogger("seda")
 #: Makes the event loop of an asyncio stage.
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 _CANCEL_WAIT = 1.0      # seconds tasks cut off at the deadline get to end
+_MEASURE_EVERY = 0.5    # seconds between two measures of the stage's concurrency
 
 
 def default_loop() -> asyncio.AbstractEventLoop:
@@ -85,6 +88,9 @@ class AsyncioStage:
         self._context: contextvars.Context | None = None   # the loop thread's (its cursor)
         self._idle: asyncio.Future[None] | None = None     # awaited by _shutdown
         self._handle = stage.handler.handle_event
+        self.overlap = float(tasks)            # measured concurrency; the cap until measured
+        self._measured = (0.0, 0.0, 0.0)       # (when, loop CPU seconds, task seconds) then
+        self._task_time = 0.0                  # seconds in flight of the tasks ended so far
         connect(stage.sink, self.put, self.put_many, self._length)
 
     # -- producers, any thread -----------------------------------------------------------------
@@ -141,6 +147,9 @@ class AsyncioStage:
             stage.failed()
         finally:
             end = time.monotonic()
+            self._task_time += end - start
+            if end - self._measured[0] >= _MEASURE_EVERY:
+                self._measure(end)
             stage.service_times.append(end - start)
             stage.processed += 1
             self.inflight -= 1
@@ -156,11 +165,22 @@ class AsyncioStage:
             elif not self.inflight and self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
 
+    def _measure(self, now: float) -> None:
+        """How many tasks overlap, from the last period: their seconds in flight over the
+        loop thread's CPU seconds. Tasks that only compute run one after the other (1); tasks
+        that wait overlap as long as the CPU lasts (up to the cap). On the loop thread."""
+        cpu, spent = time.thread_time(), self._task_time
+        _, cpu_then, spent_then = self._measured
+        self._measured = (now, cpu, spent)
+        if cpu > cpu_then and spent > spent_then:
+            self.overlap = max(1.0, min(float(self.cap), (spent - spent_then) / (cpu - cpu_then)))
+
     def _main(self, started: threading.Event) -> None:
         loop = self.loop = self.factory()
         asyncio.set_event_loop(loop)
         thread_cursor.set(Cursor(self.stage))
         self._context = contextvars.copy_context()
+        self._measured = (time.monotonic(), time.thread_time(), 0.0)
         try:
             loop.run_until_complete(_call(self.stage.handler.init, self.stage.context()))
         except BaseException as exc:
@@ -264,9 +284,9 @@ class AsyncioStage:
     def thread_count(self) -> int:
         return 1 if self.thread is not None and self.thread.is_alive() else 0
 
-    def concurrency(self) -> int:
-        """Events that can be in hand at once: the task cap."""
-        return self.cap
+    def concurrency(self) -> float:
+        """Events really served at once, measured (see the module): at most the task cap."""
+        return self.overlap
 
     def idle(self) -> bool:
         return self.failed is not None or (not self.items and not self.inflight)

@@ -201,3 +201,28 @@ def test_an_asyncio_stage_takes_a_coroutine_handler_and_no_other_placement(rt):
             rt.add_stage("a", Gated(), tasks=2, **wrong)
     with pytest.raises(ValueError, match="tasks must be"):
         rt.add_stage("zero", Gated(), tasks=0)
+
+
+def test_the_stage_measures_how_many_tasks_really_overlap(rt):
+    """Tasks that only compute run one after the other; tasks that wait overlap up to the cap.
+    (Response-time controllers turn this into capacity; measured each half second.)"""
+    class Compute(seda.EventHandler):
+        async def handle_event(self, ev):
+            end = time.thread_time() + 0.002
+            while time.thread_time() < end:
+                pass
+
+    class Wait(seda.EventHandler):
+        async def handle_event(self, ev):
+            await asyncio.sleep(0.2)
+
+    computing = rt.add_stage("compute", Compute(), tasks=100)
+    waiting = rt.add_stage("wait", Wait(), tasks=100)
+    rt.start()
+    assert computing.manager.concurrency() == 100       # the cap, until measured
+    for stage in (computing, waiting):
+        for _ in range(6):                                # a second or more of work each
+            stage.sink.enqueue_many(list(range(100)))
+            soon(lambda stage=stage: len(stage.sink) == 0)
+    assert computing.manager.concurrency() < 10           # 1, but for other threads' turns
+    assert waiting.manager.concurrency() > 40             # 100, but for the loop's own CPU

@@ -32,10 +32,9 @@ class ResponseTimeBound(Controller):
     idle stage admits): no more may wait than the stage finishes within the target.
     ``capacity`` (events/s) is measured each round as pool threads / mean service time, which
     under CPython's GIL is right for CPU-bound work (a thread's service time stretches with the
-    threads sharing the core) as for blocking work. On an asyncio stage the task cap takes the
-    place of the threads, and ``len(queue)`` counts the tasks in flight too (they share the
-    loop's thread): under load the cap is reached and the estimate holds; below it, capacity
-    is overestimated and the bound loose, which the share's feedback on p90 corrects.
+    threads sharing the core) as for blocking work. On an asyncio stage the tasks that overlap
+    (measured by the stage) take the place of the threads, and ``len(queue)`` counts the tasks
+    in flight too: they wait for the loop's thread as queued events wait for a pool.
     ``share`` closes the loop on the measured p90 the way the thesis's controller tunes its
     rate: after ``nreq`` samples or ``timeout`` s, ``cur = alpha*cur + (1-alpha)*p90``,
     ``err = (cur - target)/target``; ``err > err_d``: share / ``adj_d``; ``err < err_i``:
