@@ -7,7 +7,7 @@ and 1024 connections; each server alone on core 0, wrk on core 1, repeated for m
 
 Reports each server's median requests per second and p99 for each application, and the
 median of Haboob's per-run ratios to uvicorn (goals: at least 2x on the plain application,
-ahead on FastAPI). Writes docs/results/asgi_refbench.md (not with --quick). Needs wrk and
+ahead on FastAPI). Writes asgi_refbench.md in docs/results/ (not with --quick). Needs wrk and
 taskset; hypercorn is measured where it is installed.
 """
 
