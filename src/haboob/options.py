@@ -33,6 +33,7 @@ class Options:
     interface: str = "auto"             # what the applications are: wsgi, asgi, or told apart
     tasks: int = 1000                   # most requests in flight per ASGI application
     lifespan: str = "auto"              # ASGI lifespan: auto, on or off (as uvicorn's)
+    ws_max_size: int = 16 * 2**20       # the largest WebSocket message an ASGI app receives
     workers: int = 1                    # processes sharing the port (haboob.supervisor)
     cache_bytes: int = 200 * 2**20
     cache_policy: str = "lru"
@@ -62,6 +63,7 @@ class Options:
         check_whole(self, "workers", 1)
         check_whole(self, "threads", 1)
         check_whole(self, "tasks", 1)
+        check_whole(self, "ws_max_size", 1)
         check(self, "interface", self.interface in INTERFACES, f"one of {', '.join(INTERFACES)}")
         check(self, "lifespan", self.lifespan in LIFESPANS, f"one of {', '.join(LIFESPANS)}")
         check_whole(self, "cache_bytes", 0)

@@ -410,7 +410,8 @@ def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -
     if asgi(app, options.interface):
         return mount_asgi(rt, app, name=name, root_path=prefix, tasks=options.tasks,
                           predicate=admission(options), server_name=options.host,
-                          server_port=options.port, lifespan=options.lifespan)
+                          server_port=options.port, lifespan=options.lifespan,
+                          ws_max_size=options.ws_max_size)
     return mount(rt, app, name=name, script_name=prefix,
                  threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                  predicate=admission(options), server_name=options.host,

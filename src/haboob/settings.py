@@ -70,6 +70,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             f"queue (default {Options.tasks})", "N"),
     Setting("lifespan", text, "an ASGI application's lifespan: on, off, or auto (default: run "
             "it, and serve without it an application that does not support it)", "MODE"),
+    Setting("ws_max_size", size, "the largest WebSocket message an ASGI application receives; "
+            "a larger one closes the WebSocket with 1009 "
+            f"(default {Options.ws_max_size // 2**20}M)", "SIZE"),
     Setting("access_log", text, "log requests here ('-': stdout)", "FILE"),
     Setting("certfile", text, "serve HTTPS with this certificate chain (PEM)", "FILE"),
     Setting("keyfile", text, "the certificate's private key (PEM)", "FILE"),

@@ -140,8 +140,9 @@ def test_term_lets_requests_in_flight_finish_within_the_graceful_timeout(tmp_pat
 
 def test_asgi_settings(site):
     options, _ = parse(["--root", str(site), "--interface", "asgi", "--tasks", "50",
-                        "--lifespan", "off"])
+                        "--lifespan", "off", "--ws-max-size", "1M"])
     assert (options.interface, options.tasks, options.lifespan) == ("asgi", 50, "off")
+    assert options.ws_max_size == 2**20
     defaults, _ = parse(["--root", str(site)])
     assert (defaults.interface, defaults.tasks, defaults.lifespan) == ("auto", 1000, "auto")
     for args, message in ((["--interface", "cgi"], "one of auto, asgi, wsgi"),

@@ -13,6 +13,8 @@ import threading
 import httpx
 import pytest
 import uvicorn
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
 
 import seda
 from haboob.server import Options, build
@@ -135,6 +137,22 @@ def test_fastapi_reads_a_large_upload_as_a_stream(client):
     body = os.urandom(3 * 2**20)
     r = client("/fastapi").post("/upload", content=body)
     assert r.json() == {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+
+
+def test_fastapi_websocket_echo(client):
+    url = str(client("/fastapi").base_url).rstrip("/").replace("http://", "ws://")
+    with connect(f"{url}/ws?token=secret", open_timeout=WAIT) as ws:
+        ws.send("hello")
+        assert ws.recv(WAIT) == "echo: hello"
+        ws.send(b"ab")
+        assert ws.recv(WAIT) == b"abab"
+        ws.send("bye")
+        with pytest.raises(ConnectionClosed):
+            ws.recv(WAIT)
+    assert (ws.close_code, ws.close_reason) == (4000, "see you")
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"{url}/ws", open_timeout=WAIT)
+    assert refused.value.response.status_code == 403
 
 
 def test_fastapi_plain_functions_run_on_threads(client):

@@ -1,5 +1,5 @@
 """Small FastAPI and Starlette applications doing what real ones do (JSON bodies, parameters,
-a dependency, streams, a background task, a lifespan), and Django's ASGI handler on the
+a dependency, streams, a background task, a WebSocket, a lifespan), and Django's ASGI handler on the
 project of realapps.py, for Haboob's end-to-end tests against uvicorn. Each is made by a
 function, so that each server gets an instance of its own; each endpoint answers with what it
 saw."""
@@ -11,7 +11,17 @@ import hashlib
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import BackgroundTasks, Depends, FastAPI, Header, HTTPException, Request
+from fastapi import (
+    BackgroundTasks,
+    Depends,
+    FastAPI,
+    Header,
+    HTTPException,
+    Request,
+    WebSocket,
+    WebSocketDisconnect,
+    WebSocketException,
+)
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 from starlette.applications import Starlette
@@ -76,6 +86,26 @@ def make_fastapi() -> FastAPI:
             h.update(piece)
             size += len(piece)
         return {"size": size, "sha256": h.hexdigest()}
+
+    @app.websocket("/ws")
+    async def chat(websocket: WebSocket, token: str | None = None) -> None:
+        if token != "secret":
+            raise WebSocketException(code=1008)        # refused before the handshake
+        await websocket.accept()
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                if message.get("text") == "bye":
+                    await websocket.close(code=4000, reason="see you")
+                    return
+                if message.get("text") is not None:
+                    await websocket.send_text("echo: " + message["text"])
+                else:
+                    await websocket.send_bytes(message["bytes"] * 2)
+        except WebSocketDisconnect:
+            return
 
     @app.get("/sync")
     def blocking() -> dict:                    # a plain def: FastAPI runs it on a thread

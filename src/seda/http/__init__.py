@@ -3,12 +3,12 @@ ASGI."""
 
 from . import response as responses
 from .answers import ReadyAnswer
-from .asgi import AsgiHandler, ClientDisconnected, is_asgi, mount_asgi
+from .asgi import AsgiHandler, is_asgi, mount_asgi
 from .body import BodyError, BodyReader
 from .lifespan import LifespanFailed
 from .limits import Limits
 from .protocol import Logged, ServerProtocol
-from .request import HttpRequest
+from .request import ClientDisconnected, HttpRequest
 from .response import FileBody, Prepared, Response, StreamBody, prepare_head
 from .server import serve
 from .wsgi import WsgiHandler, mount

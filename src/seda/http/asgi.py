@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import traceback
@@ -29,7 +30,7 @@ from .._stage import EventHandler, StageContext
 from . import response as responses
 from .body import BodyError
 from .lifespan import Application, Lifespan, Message
-from .request import HttpRequest
+from .request import ClientDisconnected, HttpRequest
 from .response import Headers, Response, StreamBody
 
 if TYPE_CHECKING:
@@ -46,10 +47,7 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade"})
 _NO_BODY = frozenset({204, 304})
-
-
-class ClientDisconnected(OSError):
-    """``send()`` after the client has gone (ASGI 2.4: a server-specific OSError)."""
+MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
 
 
 def is_asgi(app: Any) -> bool:
@@ -60,6 +58,26 @@ def is_asgi(app: Any) -> bool:
     if inspect.iscoroutinefunction(app):
         return True
     return inspect.iscoroutinefunction(getattr(app, "__call__", None))  # noqa: B004 -- its coroutine-ness
+
+
+def is_websocket(req: HttpRequest) -> bool:
+    """Whether ``req`` asks to become a WebSocket (RFC 6455 4.1: a GET with Upgrade)."""
+    if req.method != "GET":
+        return False
+    upgrade = req.header("upgrade")
+    return upgrade is not None and "websocket" in upgrade.lower()
+
+
+@functools.cache
+def websockets() -> Any:
+    """``websocket.WebSocket``, or None without wsproto (``pip install pyseda[asgi]``): an
+    upgrade is then served as plain HTTP, as uvicorn does without a WebSocket library."""
+    try:
+        from .websocket import WebSocket
+    except ImportError:
+        log.warning("asgi: wsproto is not installed: WebSocket upgrades are served as HTTP")
+        return None
+    return WebSocket
 
 
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
@@ -84,8 +102,9 @@ class AsgiHandler(EventHandler):
 
     def __init__(self, app: Application, *, root_path: str = "", url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
-                 lifespan: str = "auto") -> None:
+                 lifespan: str = "auto", ws_max_size: int = MAX_SIZE) -> None:
         self.app, self.root_path, self.url_scheme = app, root_path.rstrip("/"), url_scheme
+        self.ws_max_size = ws_max_size
         self.server = (server_name, server_port)
         self.lifespan = Lifespan(app, lifespan)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -124,7 +143,10 @@ class AsgiHandler(EventHandler):
         }
 
     async def handle_event(self, req: HttpRequest) -> None:
-        await _Exchange(self, req).run()
+        if is_websocket(req) and (websocket := websockets()) is not None:
+            await websocket(self, req, self.ws_max_size).run()
+        else:
+            await _Exchange(self, req).run()
 
     def stats(self) -> dict[str, Any]:
         """Requests in flight (tasks), clients that left before their answer, and errors."""

@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from .response import Answer
 
 
+class ClientDisconnected(OSError):
+    """Sending to a client that has gone (ASGI 2.4: ``send()`` after ``http.disconnect``)."""
+
+
 class Responder(Protocol):
     """Where a request's answer goes: the connection it came on (the HTTP server's)."""
 

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, final
 
 from ..io.events import FileSegment
 
@@ -32,7 +32,7 @@ _starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this s
 #: or a body still being written.
 Piece: TypeAlias = "bytes | FileSegment | StreamBody"
 #: What a request is answered with (``HttpRequest.respond``).
-Answer: TypeAlias = "Response | Prepared"
+Answer: TypeAlias = "Response | Prepared | Switch"
 #: A response's header fields: (name, value) pairs, in order.
 Headers: TypeAlias = list[tuple[str, str]]
 
@@ -202,6 +202,35 @@ class Prepared:
         status = _status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
         body = b"" if head_only else self.body
         return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
+
+
+class Tunnel(Protocol):
+    """What a connection switched to another protocol (a WebSocket) hands its bytes to, on the
+    server's loop thread: ``feed`` (``b""`` once the peer has stopped sending), ``lost`` once
+    the connection is gone (or will never be switched), ``stopping`` when the server stops."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def lost(self) -> None: ...
+
+    def stopping(self) -> None: ...
+
+
+@final
+class Switch:
+    """The answer that hands the connection over to another protocol: ``head`` is the whole
+    ``101 Switching Protocols`` response, and ``tunnel`` gets every byte the client sends from
+    then on. Only the last request read on an HTTP/1.1 connection can be answered so; another
+    gets 400 and the tunnel is told it is ``lost``."""
+
+    __slots__ = ("head", "tunnel")
+    status = 101
+
+    def __init__(self, head: bytes, tunnel: Tunnel) -> None:
+        self.head, self.tunnel = head, tunnel
+
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
+        return [self.head], False
 
 
 def prepare_head(headers: Headers) -> bytes:

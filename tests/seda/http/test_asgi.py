@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from seda.http import Limits, is_asgi, mount_asgi, serve
+from seda.http import Limits, asgi, is_asgi, mount_asgi, serve
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
@@ -295,3 +295,15 @@ def test_asgi_applications_are_told_from_wsgi_ones():
 
     assert is_asgi(function) and is_asgi(Instance()) and is_asgi(functools.partial(function))
     assert not is_asgi(wsgi) and not is_asgi(Asgi2) and not is_asgi(object())
+
+
+def test_without_wsproto_an_upgrade_is_served_as_http(rt, monkeypatch):
+    monkeypatch.setattr(asgi, "websockets", lambda: None)
+
+    async def app(scope, receive, send):
+        await answer(send, body=scope["type"].encode())
+
+    r, data = get(run(rt, app), headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                         "Sec-WebSocket-Version": "13",
+                                         "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    assert (r.status, data) == (200, b"http")
