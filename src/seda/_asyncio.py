@@ -159,9 +159,10 @@ class AsyncioStage:
                 for observer in stage.observers:
                     observer([ev], [start - item.t], [end - item.t])
             if self.items:
-                if not self.scheduled:
+                if not self.scheduled:         # (in the loop's context, not this task's)
                     self.scheduled = True
-                    self.loop.call_soon(self._drain)  # type: ignore[union-attr]  # running
+                    self.loop.call_soon(  # type: ignore[union-attr]  # running
+                        self._drain, context=self._context)
             elif not self.inflight and self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
 

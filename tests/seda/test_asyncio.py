@@ -170,7 +170,7 @@ def test_tasks_have_contexts_of_their_own_and_enqueue_as_their_stage(rt):
             self.out.enqueue(ev)
 
     rt.add_stage("end", end, blocking=False)
-    stage = rt.add_stage("a", Ctx(), tasks=5)
+    stage = rt.add_stage("a", Ctx(), tasks=1)     # each task started as the last ends
     rt.start()
     stage.sink.enqueue_many([1, 2, 3])
     end.wait(3)
