@@ -58,6 +58,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -243,11 +244,12 @@ class Closed(Exception):
 class Conn:
     """One keep-alive connection and a cookie jar, reopened when the server closes it."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, fixed_cookie: str = "") -> None:
         self.host, self.port = host, port
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
-        self.cookie = ""
+        self.cookie = ""                  # the session, as the server last set it
+        self.fixed_cookie = fixed_cookie  # sent always (a request class, as a proxy sets it)
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict, bytes]:
         for attempt in (0, 1):
@@ -265,8 +267,9 @@ class Conn:
     async def _exchange(self, method: str, path: str, body: bytes) -> tuple[int, dict, bytes]:
         assert self.reader is not None and self.writer is not None
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-        if self.cookie:
-            head += f"Cookie: {self.cookie}\r\n"
+        cookie = "; ".join(c for c in (self.fixed_cookie, self.cookie) if c)
+        if cookie:
+            head += f"Cookie: {cookie}\r\n"
         if method == "POST":
             head += ("Content-Type: application/x-www-form-urlencoded\r\n"
                      f"Content-Length: {len(body)}\r\n")
@@ -329,11 +332,20 @@ class Recorder:
 
 
 class User:
-    def __init__(self, n: int, accounts: int, host: str, port: int, rec: Recorder,
-                 rng: random.Random) -> None:
+    """One emulated user. With ``backoff``, after a refused request (503) the user waits
+    ``backoff`` seconds, then logs in afresh as the thesis's client did (7.3), or with
+    ``relogin=False`` asks again for the page it was refused (a reload: its session is still
+    good); without, it goes on after the think time. ``cookie`` is sent with every request
+    (``name=value``, e.g. a request class)."""
+
+    def __init__(self, n: int, accounts: int, host: str, port: int, rec: Any,
+                 rng: random.Random, backoff: float | None = None, cookie: str = "",
+                 relogin: bool = True) -> None:
         self.name = f"user{n % accounts}"
-        self.conn = Conn(host, port)
-        self.rec, self.rng = rec, rng
+        self.conn = Conn(host, port, cookie)
+        self.rec, self.rng = rec, rng          # rec: anything with Recorder's record()
+        self.backoff, self.relogin = backoff, relogin
+        self.refused = False
         self.page: Page | None = None
         self.logged_in = False
         self.csrf = ""
@@ -349,7 +361,11 @@ class User:
             self.conn.close()
             status, headers, data = 599, {}, b""
         self.rec.record(kind, sent, time.perf_counter(), status)
-        await asyncio.sleep(THINK)
+        if status == 503 and self.backoff is not None:
+            self.refused = True
+            await asyncio.sleep(self.backoff)
+        else:
+            await asyncio.sleep(THINK)
         return status, headers, data
 
     def parse(self, data: bytes) -> Page:
@@ -362,7 +378,16 @@ class User:
     async def run(self, stop: float) -> None:
         state = "login"
         while time.perf_counter() < stop:
-            state = await getattr(self, "do_" + state)()
+            step = state
+            state = await getattr(self, "do_" + step)()
+            if self.refused:                 # backed off already
+                self.refused = False
+                if self.relogin:             # start again from the login page
+                    self.logged_in = False
+                    self.conn.cookie = ""
+                    state = "login"
+                else:
+                    state = step
 
     def choose(self, state: str, possible: set[str]) -> str:
         options = [(s, p) for s, p in MARKOV[state] if s in possible]
@@ -377,7 +402,9 @@ class User:
 
     async def do_login(self) -> str:
         if self.logged_in:
-            await self.fetch("logout", "POST", "/logout", [("csrf", self.csrf)])
+            status, _, _ = await self.fetch("logout", "POST", "/logout", [("csrf", self.csrf)])
+            if status == 503:
+                return "login"            # still logged in: log out again, with the same form
             self.conn.cookie = ""
         status, headers, _ = await self.fetch("login", "POST", "/login",
                                               [("name", self.name), ("password", PASSWORD)])
@@ -482,11 +509,12 @@ async def drive(port: int, users: int, accounts: int, warmup: float, seconds: fl
     return rec
 
 
-def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
-            seed: int = 1, pg: PgServer | None = None, template: str = TEMPLATE
-            ) -> dict[str, Any]:
-    """One point: a fresh copy of the database (SQLite: of ``db/arashi.db``; PostgreSQL: of the
-    database ``template`` on ``pg``), a fresh server, ``users`` emulated users."""
+@contextlib.contextmanager
+def arashi_server(db: Path, pg: PgServer | None = None, template: str = TEMPLATE,
+                  options: tuple[str, ...] = ()) -> Iterator[int]:
+    """``arashi serve`` (with ``options``) on a fresh copy of the database (SQLite: of
+    ``db/arashi.db``; PostgreSQL: of the database ``template`` on ``pg``) until the block
+    ends; yields its web port."""
     with tempfile.TemporaryDirectory(prefix="arashi-load-") as tmp:
         data = Path(tmp)
         port = free_port()
@@ -499,13 +527,23 @@ def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
             name = f"arashi_run_{os.getpid()}_{next(_RUNS)}"
             where = ["--db", pg.new_database(name, template=template)]
         cmd = [sys.executable, "-m", "arashi", "serve", *where, "--bind",
-               f"127.0.0.1:{port}", "--smtp-bind", "127.0.0.1:0", "--domain", "example.org"]
+               f"127.0.0.1:{port}", "--smtp-bind", "127.0.0.1:0", "--domain", "example.org",
+               *options]
         try:
             with server(cmd, port, env):
-                rec = asyncio.run(drive(port, users, accounts, warmup, seconds, seed))
+                yield port
         finally:
             if pg is not None:
                 pg.drop_database(name)
+
+
+def measure(db: Path, users: int, accounts: int, warmup: float, seconds: float,
+            seed: int = 1, pg: PgServer | None = None, template: str = TEMPLATE,
+            options: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One point: a fresh copy of the database, a fresh server (``arashi serve`` with
+    ``options``), ``users`` emulated users."""
+    with arashi_server(db, pg, template, options) as port:
+        rec = asyncio.run(drive(port, users, accounts, warmup, seconds, seed))
     per = {t: {"count": h.get_total_count(), "p90_ms": h.get_value_at_percentile(90) / 1e3,
                "mean_ms": h.get_mean_value() / 1e3}
            for t, h in rec.hists.items() if h.get_total_count()}
@@ -621,7 +659,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pinned() -> bool:
+def two_cores() -> bool:
     """Whether there are two cores to split: the server on 0, the users on 1."""
     return hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1
 
@@ -631,8 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.users, args.runs, args.seconds, args.warmup = [1, 4], 1, 1.5, 0.5
         args.accounts, args.max_messages, args.fig48 = 2, 40, [1, 4]
-    pinned = _pinned()
-    if pinned:
+    on_two_cores = two_cores()
+    if on_two_cores:
         os.sched_setaffinity(0, {1})
     if args.out is None:
         args.out = "arashi_load_pg" if args.backend == "postgresql" else "arashi_load"
@@ -645,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
         data = Path(tmp.name)
     try:
         if args.backend == "postgresql":
-            pg = PgServer(cores="0" if pinned else None)
+            pg = PgServer(cores="0" if on_two_cores else None)
             t = time.perf_counter()
             n = make_data(data, args.accounts, args.max_messages, url=pg.new_database(TEMPLATE))
             print(f"made {args.accounts} accounts with {n} messages in PostgreSQL in "

@@ -36,7 +36,10 @@ MIB = 2**20
 def experiment(max_pending: int, seconds: float, rate: float, every: float) -> dict:
     """One router with ``--max-pending max_pending``; ``rate`` queries/s from each of two
     flooders for ``seconds``; samples of RSS and pending bytes over time."""
-    router = start_router([], ["--max-pending", str(max_pending)])
+    # queries of 16 KiB are not sent on by default (gtk-gnutella closes a connection that
+    # sends it one over 1 KB): here they are, to fill the silent neighbour's queue
+    router = start_router([], ["--max-pending", str(max_pending),
+                               "--max-forward", str(2 * PAYLOAD)])
     servents: list[Servent] = []
     try:
         silent = Servent.join(0, router.port, read=False, rcvbuf=4096)

@@ -1,10 +1,11 @@
-"""A throwaway PostgreSQL server for the benchmarks (the way ``tests/helpers/postgres.py``
-starts one for the tests, without pytest): Debian's ``postgresql`` package
-(``/usr/lib/postgresql/N/bin``, or ``initdb`` on the PATH), a cluster made by ``initdb`` in a
-temporary directory, listening on a Unix socket in that directory only (no TCP port), with
-``fsync=off``. Run as root, it runs as the unprivileged system user ``arashi-pg`` (made with
-``useradd`` when missing; ``nobody`` failing that), as PostgreSQL insists. ``cores`` pins the
-server (and so every backend process it forks) with ``taskset``.
+"""A throwaway PostgreSQL server, for the Arashi benchmarks and (through
+``tests/helpers/postgres.py``, which adds pytest's skipping) the tests: Debian's
+``postgresql`` package (``/usr/lib/postgresql/N/bin``, or ``initdb`` on the PATH), a cluster
+made by ``initdb`` in a temporary directory, listening on a Unix socket in that directory only
+(no TCP port), with ``fsync=off``. Run as root, it runs as the unprivileged system user
+``arashi-pg`` (made with ``useradd`` when missing; ``nobody`` failing that), as PostgreSQL
+insists. ``cores`` pins the server (and so every backend process it forks) with ``taskset``.
+Failing to start raises RuntimeError (or ImportError without psycopg), saying why.
 
     with PgServer(cores="0") as pg:
         url = pg.new_database("run1", template="loaded")
@@ -24,6 +25,7 @@ USER = "arashi-pg"
 
 
 def _bin() -> Path | None:
+    """The directory of initdb, pg_ctl and postgres: the newest Debian version, or the PATH's."""
     versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
                       key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
     if versions:
@@ -33,6 +35,7 @@ def _bin() -> Path | None:
 
 
 def _account() -> str | None:
+    """The user to run PostgreSQL as (None: as ourselves, who are not root)."""
     if os.geteuid() != 0:
         return None
     import pwd
@@ -45,13 +48,14 @@ def _account() -> str | None:
 
 
 class PgServer:
-    def __init__(self, cores: str | None = None, max_connections: int = 300) -> None:
+    def __init__(self, cores: str | None = None, max_connections: int = 300,
+                 shared_buffers: str = "128MB") -> None:
         bindir = _bin()
         if bindir is None:
             raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
         import psycopg  # noqa: F401  (fail before initdb when the client is missing)
         self.user = _account()
-        self.dir = Path(tempfile.mkdtemp(prefix="arashi-pg-bench-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="arashi-pg-"))
         self.data = self.dir / "data"
         self.pg_ctl = bindir / "pg_ctl"
         self.running = False
@@ -62,7 +66,8 @@ class PgServer:
             self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
                        "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync"])
             options = (f"-k {self.dir} -c listen_addresses='' -c fsync=off "
-                       f"-c max_connections={max_connections} -c shared_buffers=128MB")
+                       f"-c max_connections={max_connections} "
+                       f"-c shared_buffers={shared_buffers}")
             start = [str(self.pg_ctl), "-D", str(self.data), "-o", options, "-l",
                      str(self.dir / "log"), "-w", "-t", "60", "start"]
             self._run(["taskset", "-c", cores, *start] if cores else start)

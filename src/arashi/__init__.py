@@ -1,6 +1,6 @@
 """Arashi, the web e-mail service of Welsh's thesis (section 6.3), on the SEDA runtime: a mail
-store over a database connection pool, SMTP in, and the ``arashi`` command. The web pages, one
-stage per request type, are to come (issue 16). See docs/arashi.md."""
+store over a database connection pool, SMTP in, web pages with one stage per request type, and
+the ``arashi`` command. See docs/arashi.md."""
 
 from .db import DatabaseError, Pool, open_pool
 from .migrations import migrate

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import seda
-from haboob.cli import hostport
-from haboob.supervisor import Supervisor, reserve
+from haboob import Supervisor, hostport, reserve
 
 from .db import DatabaseError, database_url, open_pool
 from .importer import MailboxError, import_mailbox
 from .migrations import LATEST, migrate
+from .overload import PLACES, POLICIES, check
 from .service import Options, build, default_domains, open_store
 from .smtp import Limits
 from .store import NotFound, StoreError, check_user_name
@@ -121,6 +121,19 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--class-cookie", metavar="NAME",
                        help="with --target-p90: the request's class 0-9 from cookie NAME (9 "
                        "served first under load; missing or other values: class 0)")
+    serve.add_argument("--admission", choices=POLICIES, metavar="NAME",
+                       help="with --target-p90: the admission controller on each stage, one of "
+                       f"{', '.join(POLICIES)} (default bound: ResponseTimeBound; rtc: the "
+                       "thesis's ResponseTimeController; none: no admission control)")
+    serve.add_argument("--admission-at", choices=PLACES,
+                       help="with --target-p90: stage (default), a controller per request "
+                       "type's stage; front: one stage and one controller for every request")
+    serve.add_argument("--degrade", action="store_true",
+                       help="with --target-p90: shorter message lists and no search while "
+                       "those pages are over the target (quality first, then admission "
+                       "control on them unless --admission none)")
+    serve.add_argument("--threads", type=int, default=8, metavar="N",
+                       help="most threads of each request type's stage (default %(default)s)")
     serve.add_argument("--smtp-bind", type=_address, default=("127.0.0.1", 2525),
                        metavar="HOST:PORT",
                        help="listen for SMTP here (default 127.0.0.1:2525; port 0: any)")
@@ -148,27 +161,19 @@ def say(message: str) -> None:
 def _init(args: argparse.Namespace) -> None:
     if (args.data is None) == (args.db is None):
         raise Failure("init: give a DATA_DIR or --db URL, one of them")
-    if args.db is not None:
-        pool = open_pool(args.db)
+    if args.db is None:
+        data = Path(args.data)
         try:
-            applied = migrate(pool)
-        finally:
-            pool.close()
-        what = "initialised" if applied and applied[0].version == 1 else "up to date"
-        print(f"the database: {what}, schema version {LATEST}")
-        return
-    data = Path(args.data)
-    try:
-        data.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Failure(f"cannot make {data}: {exc.strerror}") from None
-    pool = open_pool(database_url(data))
+            data.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Failure(f"cannot make {data}: {exc.strerror}") from None
+    pool = open_pool(database_url(args.data, args.db))
     try:
         applied = migrate(pool)
     finally:
         pool.close()
     what = "initialised" if applied and applied[0].version == 1 else "up to date"
-    print(f"{data}: {what}, schema version {LATEST}")
+    print(f"{args.data or 'the database'}: {what}, schema version {LATEST}")
 
 
 def _password(from_stdin: bool) -> str:
@@ -215,12 +220,26 @@ def _serve(args: argparse.Namespace) -> None:
                           "under admission control")
         if not _COOKIE_NAME.fullmatch(args.class_cookie):
             raise Failure(f"--class-cookie {args.class_cookie!r} is not a cookie name")
+    for name, value in (("--admission", args.admission), ("--admission-at", args.admission_at),
+                        ("--degrade", args.degrade or None)):
+        if value is not None and args.target_p90 is None:
+            raise Failure(f"{name} needs --target-p90: the target is what it holds")
+    try:
+        check(args.admission or "bound", args.class_cookie, front=args.admission_at == "front",
+              degrade=args.degrade)
+    except ValueError as exc:
+        raise Failure(str(exc)) from None
+    if args.threads < 1:
+        raise Failure(f"--threads {args.threads}: at least 1")
     if args.workers < 1:
         raise Failure(f"--workers {args.workers}: at least 1")
     if args.workers > 1 and args.ready_fd is None:
         _supervise(args)
         return
     logging.basicConfig(level=args.log_level.upper(), format="arashi: %(levelname)s %(message)s")
+    # as Haboob's: a 503 the router gives on the loop thread should not wait behind the page
+    # threads' 5 ms slices of the GIL (refusals in under 10 ms, issue 17)
+    sys.setswitchinterval(0.001)
     worker = args.ready_fd is not None
     parent = os.getppid()
     options = _options(args, smtp_bind=args.smtp_bind,
@@ -228,6 +247,9 @@ def _serve(args: argparse.Namespace) -> None:
                        limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
                        web_bind=args.bind, target_p90=None if args.target_p90 is None
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,
+                       admission=args.admission or "bound",
+                       admission_at=args.admission_at or "stage", degrade=args.degrade,
+                       web_threads=args.threads,
                        reuse_port=worker, status_dir=args.status_dir)
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -271,7 +293,7 @@ def _banner(smtp: tuple[str, int], web: tuple[str, int] | None,
 
 def _supervise(args: argparse.Namespace) -> None:
     """``--workers N``: hold both ports, and keep N ``arashi serve`` workers on them (Haboob's
-    supervisor, ``haboob.supervisor``, running ``python -m arashi``)."""
+    supervisor, ``haboob.Supervisor``, running ``python -m arashi``)."""
     open_store(_options(args, delivery_threads=1))[0].close()  # fail here, once
     held = []
     try:

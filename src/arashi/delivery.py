@@ -3,7 +3,8 @@ take a pooled connection (thesis 6.3.3), so the loop thread never waits for the 
 
 A message is stored for all its recipients in one transaction (``MailStore.deliver``), and
 only once that has committed is ``Answer(stored=True)`` sent back, for the 250. A database
-that fails answers 451 (try again later): the client keeps the message, nothing is half-stored.
+that fails, or anything else that goes wrong, answers 451 (try again later): the client keeps
+the message, nothing is half-stored.
 """
 
 from __future__ import annotations
@@ -33,9 +34,14 @@ class Delivery(seda.EventHandler):
         question = ev.question
         try:
             answer = self._answer(ev.session, question)
-        except (DatabaseError, NotFound) as exc:
+        except Exception as exc:
+            # every question is answered: one left unanswered would hold its connection (not
+            # read while it waits) until the client gives up; 451 has the client try again
             self.failed += 1
-            log.warning("cannot answer %r: %s", question, exc)
+            if isinstance(exc, DatabaseError | NotFound):
+                log.warning("cannot answer %r: %s", question, exc)
+            else:
+                log.exception("cannot answer %r", question)
             answer = Answer(ev.session, failure=(451, "4.3.0 cannot store mail now, try later"))
         self.receiver.enqueue_lossy(answer)
 

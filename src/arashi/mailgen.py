@@ -1,9 +1,8 @@
-"""Generated mail, reproducible from a seed: for the demo (``python -m arashi.demo``) and for
-the load generator (thesis 6.3.4: users with folders of 1 to several thousand messages).
+"""Generated mail, reproducible from a seed, for the demo (``python -m arashi.demo``).
 
 Most messages are plain text; some are multipart with an attachment; some are hostile, as
 real mail can be (a ``<script>`` in an HTML part, ``javascript:`` links, an unknown charset,
-8-bit headers), so a demo or a load run exercises what the pages must render safely.
+8-bit headers), so a demo exercises what the pages must render safely.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-from .store import INBOX, MailStore
+from .store import MailStore
 
 _NAMES = ["ada", "alan", "barbara", "dennis", "edsger", "frances", "grace", "john", "ken",
           "leslie", "margaret", "niklaus", "radia", "tony", "vint", "whitfield"]
@@ -92,12 +91,6 @@ def messages(rng: random.Random, count: int, to: str, domain: str = "example.org
         yield message(rng, kind, to, domain), "S" if rng.random() < 0.5 else ""
 
 
-def folder_sizes(rng: random.Random, folders: int, largest: int = 5000) -> list[int]:
-    """Sizes for a user's folders from 1 to ``largest`` messages, spread evenly on a log
-    scale (so that few are huge), as a load generator wants (thesis 6.3.4)."""
-    return [max(1, round(largest ** rng.random())) for _ in range(folders)]
-
-
 def populate(store: MailStore, user: int, name: str, folders: dict[str, int], *,
              seed: int = 0, domain: str = "example.org") -> int:
     """Fill ``user``'s folders (made if missing; ``INBOX`` is there already) with generated
@@ -112,5 +105,3 @@ def populate(store: MailStore, user: int, name: str, folders: dict[str, int], *,
         total += store.add_messages(user, fid, messages(rng, count, f"{name}@{domain}", domain))
     return total
 
-
-__all__ = ["INBOX", "KINDS", "folder_sizes", "message", "messages", "populate"]

@@ -13,6 +13,8 @@ from email.policy import default
 
 from markupsafe import Markup, escape
 
+from .headers import read_field
+
 SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
 MAX_TEXT = 1_000_000           # characters of a text part shown; the rest is cut, with a notice
 _URL = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
@@ -97,29 +99,20 @@ def _text(part: email.message.Message, notices: list[str]) -> str:
     data = _payload(part)
     try:
         text = data.decode(charset)
-    except LookupError:
-        notices.append(f"A part declares the unknown charset {clean(charset)[:60]!r}; it is "
-                       "shown as UTF-8, with characters it could not read replaced.")
-        text = data.decode("utf-8", "replace")
     except UnicodeDecodeError:
         notices.append(f"A part is not valid {clean(charset)[:60]}; characters that could not "
                        "be read are replaced.")
         text = data.decode(charset, "replace")
+    except (LookupError, ValueError):      # no such codec; ValueError: a NUL in the name
+        notices.append(f"A part declares the unknown charset {clean(charset)[:60]!r}; it is "
+                       "shown as UTF-8, with characters it could not read replaced.")
+        text = data.decode("utf-8", "replace")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > MAX_TEXT:
         notices.append(f"A text part is {len(text)} characters long; the first {MAX_TEXT} "
                        "are shown.")
         text = text[:MAX_TEXT]
     return clean(text)
-
-
-def _header(msg: email.message.Message, name: str) -> str | None:
-    try:
-        value = msg.get(name)
-        return None if value is None else clean(str(value))
-    except Exception:
-        raw = msg.get_all(name) if hasattr(msg, "get_all") else None
-        return clean(str(raw[0])) if raw else None
 
 
 def show(raw: bytes) -> Shown:
@@ -136,9 +129,9 @@ def show(raw: bytes) -> Shown:
         shown.notices.append("This message is malformed; parts of it may be missing or shown "
                              "as text.")
     for name in SHOWN_HEADERS:
-        value = _header(msg, name)
+        value = read_field(msg, name)
         if value is not None:
-            shown.headers.append((name, value))
+            shown.headers.append((name, clean(value)))
     for i, part in enumerate(parts):
         ctype = safe_type(part)
         try:

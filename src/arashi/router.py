@@ -7,8 +7,9 @@ refuses is answered 503 at once by the router, with a short page. Requests for `
 go to the runtime's status page (``seda.status``: stages, queues, controllers, the router's
 counters, and Prometheus metrics at ``/_seda/metrics``).
 
-    seda.http -> arashi.http -> arashi.login | arashi.folders | arashi.messages
-                                | arashi.show | arashi.search | arashi.act   (thread pools)
+    seda.http -> arashi.http -> arashi.login | arashi.logout | arashi.folders
+                                | arashi.messages | arashi.show | arashi.search
+                                | arashi.act                                  (thread pools)
 """
 
 from __future__ import annotations
@@ -16,21 +17,19 @@ from __future__ import annotations
 from typing import Any
 
 import seda
-
-# Haboob's public classifier, not a copy: the same rule (a class 0-9 from a cookie, anything
-# else class 0) and the same once-per-Cookie-header parsing, for both services' experiments
-from haboob.server import CLASSES, classifier
-from seda.control import ResponseTimeBound, ThreadPoolController
+from seda.control import ThreadPoolController
 from seda.http import Response, mount, serve
 from seda.status import PREFIX, add_status
 
+from .degrade import degrade as degrade_pages
+from .overload import admission, front_door
 from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, Web
 
 ROUTER = "arashi.http"
 SERVICE = "arashi"      # names the status page and prefixes its metrics (arashi_http_...)
 HTTP = "http"           # seda.http's server stage, whose requests the status page counts
 # the first segment of a path -> its request type
-ROUTES = {"login": "login", "logout": "login", "": "folders", "folders": "folders",
+ROUTES = {"login": "login", "logout": "logout", "": "folders", "folders": "folders",
           "folder": "messages", "message": "show", "search": "search", "act": "act"}
 _BUSY = (b"<!doctype html><html><head><meta charset=utf-8><title>Busy</title></head><body>"
          b"<h1>Busy</h1><p>Arashi has more to do than it can do quickly right now. Please try "
@@ -42,6 +41,11 @@ _HTML = "text/html; charset=utf-8"
 
 def stage_name(kind: str) -> str:
     return f"arashi.{kind}"
+
+
+def kind_of(path: str) -> str | None:
+    """The request type of ``path``, None if it has none (404)."""
+    return ROUTES.get(path[1:].partition("/")[0]) if path.startswith("/") else None
 
 
 class Router(seda.EventHandler):
@@ -71,7 +75,7 @@ class Router(seda.EventHandler):
                                               ("Cache-Control", "max-age=3600")],
                                  "text/css; charset=utf-8"))
             return
-        kind = ROUTES.get(path[1:].partition("/")[0]) if path.startswith("/") else None
+        kind = kind_of(path)
         if kind is None:
             self.missing += 1
             req.respond(Response(404, _MISSING, self.headers, _HTML))
@@ -84,35 +88,35 @@ class Router(seda.EventHandler):
             req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
 
 
-def admission(target_p90: float | None, class_cookie: str | None = None) -> Any:
-    """A request type stage's predicate: None, a response-time bound (``target_p90``
-    seconds), or with ``class_cookie`` one bound per request class 0-9 from that cookie
-    (``ResponseTimeBound``'s multiclass form, as Haboob's ``--class-header cookie:NAME``:
-    under load the lower classes are refused first)."""
-    if target_p90 is None:
-        return None
-    if class_cookie is None:
-        return ResponseTimeBound(target_p90)
-    return ResponseTimeBound(classify=classifier(f"cookie:{class_cookie}"),
-                             targets={c: target_p90 for c in CLASSES})
-
-
 def build_web(rt: seda.Runtime, web: Web, bind: tuple[str, int], *, threads: int = 8,
               target_p90: float | None = None, class_cookie: str | None = None,
+              policy: str = "bound", front: bool = False, degrade: bool = False,
               sock: Any = None, status: bool = True, reuse_port: bool = False,
               status_dir: str | None = None) -> Any:
     """Add the web stages to ``rt`` and listen on ``bind``; the listener (``.address``).
-    ``target_p90`` (seconds): admission control on each request type's stage, per request
-    class from cookie ``class_cookie`` if given; ``status``: the /_seda/ page on the same
-    port (``status_dir``: the directory the workers of ``arashi serve --workers N`` share their
-    snapshots in, so each one's page shows them all); ``reuse_port``: a worker's listener."""
-    sinks = {}
-    for kind, (handler, login, methods) in REQUEST_TYPES.items():
-        app = web.app(handler, login=login, methods=methods)
-        sinks[kind] = mount(rt, app, name=stage_name(kind),
-                            threads=ThreadPoolController(max=threads, queue_threshold=4),
-                            predicate=admission(target_p90, class_cookie),
-                            server_name=bind[0], server_port=bind[1])
+    ``target_p90`` (seconds): admission control on each request type's stage, by ``policy``
+    (``overload.POLICIES``), per request class from cookie ``class_cookie`` if given;
+    ``front``: one stage ``arashi.front`` for every request type instead (as many threads
+    as they would have together), the whole request under one predicate; ``status``: the
+    /_seda/ page on the same port (``status_dir``: the directory the workers of ``arashi
+    serve --workers N`` share their snapshots in, so each one's page shows them all);
+    ``reuse_port``: a worker's listener; ``degrade``: shorter message lists and no search
+    while those stages are over ``target_p90`` (degrade.py; their own controller is then the
+    thesis's, switched on at the lowest quality unless ``policy`` is none)."""
+    apps = {kind: web.app(handler, login=login, methods=methods)
+            for kind, (handler, login, methods) in REQUEST_TYPES.items()}
+    stages = {"front": front_door(apps, kind_of)} if front else apps
+    guards: dict[str, Any] = {}
+    if degrade and target_p90 is not None:
+        guards = degrade_pages(rt, web, target_p90, readmit=policy != "none")
+    mounted = {name: mount(rt, app, name=stage_name(name),
+                           threads=ThreadPoolController(max=threads * len(apps) // len(stages),
+                                                        queue_threshold=4),
+                           predicate=guards[name] if name in guards else admission(
+                               target_p90, class_cookie, policy),
+                           server_name=bind[0], server_port=bind[1])
+               for name, app in stages.items()}
+    sinks = {kind: mounted["front" if front else kind] for kind in apps}
     page = add_status(rt, SERVICE, http=HTTP, share_dir=status_dir).sink if status else None
     rt.add_stage(ROUTER, Router(sinks, page), blocking=False, batch=256)
     return serve(rt, bind, rt.sink(ROUTER), name=HTTP, reuse_port=reuse_port)

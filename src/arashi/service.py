@@ -5,7 +5,7 @@
 
 and, with ``web_bind``, the web pages (``router.py``): one stage per request type
 
-    seda.http -> arashi.http -> arashi.{login,folders,messages,show,search,act} (threads)
+    seda.http -> arashi.http -> arashi.{login,logout,folders,messages,show,search,act} (threads)
 
 ``build`` adds them to a runtime that has not started and listens; both sides share the store
 and its connection pool.
@@ -58,6 +58,9 @@ class Options:
     web_threads: int = 8                              # most threads per request type's stage
     target_p90: float | None = None                   # seconds: admission control per stage
     class_cookie: str | None = None                   # with target_p90: request class 0-9 from it
+    admission: str = "bound"                          # with target_p90: overload.POLICIES
+    admission_at: str = "stage"                       # or "front": one stage, one predicate
+    degrade: bool = False                             # with target_p90: degrade.py
     session_lifetime: float = LIFETIME                # seconds a session lives unused
     reuse_port: bool = False                          # a worker of several (serve --workers)
     status_dir: str | None = None                     # the workers' shared status snapshots
@@ -129,6 +132,9 @@ def build(rt: seda.Runtime, options: Options) -> Service:
                 listener = build_web(rt, site, options.web_bind, threads=options.web_threads,
                                      target_p90=options.target_p90,
                                      class_cookie=options.class_cookie,
+                                     policy=options.admission,
+                                     front=options.admission_at == "front",
+                                     degrade=options.degrade,
                                      reuse_port=options.reuse_port,
                                      status_dir=options.status_dir)
             except OSError as exc:

@@ -160,9 +160,6 @@ class SMTPServer:
         """The client was silent too long: 421 and close."""
         return self._close(421, f"4.4.2 {self.hostname} timeout: closing the connection")
 
-    def shutting_down(self) -> list[Any]:
-        return self._close(421, f"4.3.2 {self.hostname} shutting down")
-
     # -- inside --------------------------------------------------------------------------------
 
     def _close(self, code: int, text: str) -> list[Any]:
@@ -283,11 +280,11 @@ class SMTPServer:
             return self._error(555, "5.5.4 RCPT parameters not supported")
         address = m[1].rpartition(":")[2]             # drop a source route <@a,@b:user@dom>
         local, at, domain = address.rpartition("@")
-        if not at:
+        if not at:          # only <postmaster> may come without a domain (RFC 5321 4.5.1)
             if address.lower() != "postmaster":
                 return [Reply(550, f"5.1.3 <{address}>: give a full address")]
             local, domain = address, self.hostname
-        if domain.lower().rstrip(".") not in self.domains and local.lower() != "postmaster":
+        elif domain.lower().rstrip(".") not in self.domains:
             return [Reply(550, f"5.7.1 <{address}>: relaying denied, mail for {domain} is "
                           "not accepted here")]
         if len(self.recipients) >= self.limits.max_recipients:

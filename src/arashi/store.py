@@ -96,15 +96,6 @@ class MailStore:
             tx.execute("INSERT INTO folders (user_id, name) VALUES (?, ?)", (user, INBOX))
         return int(user)
 
-    def set_password(self, user: int, password: str) -> None:
-        if not password:
-            raise StoreError("the password is empty")
-        hashed = hash_password(password)
-        with self.pool.transaction(write=True) as tx:
-            if tx.execute("UPDATE users SET password = ? WHERE id = ?",
-                          (hashed, user)).rowcount != 1:
-                raise NotFound("no such user")
-
     def authenticate(self, name: str, password: str) -> int | None:
         """The user's id if ``password`` is theirs, else None (also for unknown names, after
         as much work as for a known one, so timing does not tell which names exist)."""
@@ -121,17 +112,6 @@ class MailStore:
         with self.pool.transaction() as tx:
             row = tx.execute("SELECT id FROM users WHERE name = ?", (name.lower(),)).fetchone()
         return None if row is None else int(row[0])
-
-    def user_ids(self, names: Iterable[str]) -> dict[str, int]:
-        """``{name: id}`` for those of ``names`` that are users."""
-        found = {}
-        with self.pool.transaction() as tx:
-            for name in names:
-                row = tx.execute("SELECT id FROM users WHERE name = ?",
-                                 (name.lower(),)).fetchone()
-                if row is not None:
-                    found[name] = int(row[0])
-        return found
 
     # -- folders ------------------------------------------------------------------------------
 
@@ -219,12 +199,6 @@ class MailStore:
              flags, envelope_from, raw)).fetchone()
         return int(row[0])
 
-    def count(self, user: int, folder: int) -> int:
-        with self.pool.transaction() as tx:
-            row = tx.execute("SELECT COUNT(*) FROM messages WHERE user_id = ? AND folder_id = ?",
-                             (user, folder)).fetchone()
-        return int(row[0])
-
     def messages(self, user: int, folder: int, *, sort: str = "date", descending: bool = True,
                  offset: int = 0, limit: int = 10) -> list[MessageInfo]:
         """One page of a folder, sorted by ``sort`` (date, sender, subject or size)."""
@@ -283,12 +257,6 @@ class MailStore:
                 raise NotFound("no such folder")
             return sum(tx.execute("UPDATE messages SET folder_id = ? WHERE user_id = ? AND id = ?",
                                   (folder, user, m)).rowcount for m in ids)
-
-    def set_flags(self, user: int, message: int, flags: str) -> None:
-        with self.pool.transaction(write=True) as tx:
-            if tx.execute("UPDATE messages SET flags = ? WHERE user_id = ? AND id = ?",
-                          ("".join(sorted(set(flags))), user, message)).rowcount != 1:
-                raise NotFound("no such message")
 
 
 @functools.cache

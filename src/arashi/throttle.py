@@ -31,8 +31,8 @@ class LoginThrottle:
             for key in self._keys(account, address):
                 n, last = self._failures.get(key, (0, 0.0))
                 over = n - self.free[key[0]]
-                if over >= 0:
-                    delay = min(self.ceiling, self.base * 2 ** over)
+                if over >= 0:       # (2**over itself would overflow a float past 1023)
+                    delay = min(self.ceiling, self.base * 2.0 ** min(over, 64))
                     longest = max(longest, last + delay - now)
         return max(0.0, longest)
 

@@ -55,11 +55,9 @@ def _date(when: float | None) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB"):
-        if n < 1024 or unit == "MB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KB" if n < 2**20 else f"{n / 2**20:.1f} MB"
 
 
 def _clean(value: Any) -> Any:
@@ -98,6 +96,7 @@ class Request:
     cookies: dict[str, str]
     address: str
     secure: bool
+    cross_site: bool            # a browser says it comes from another site (Sec-Fetch-Site)
     session: Session | None = None
 
     def arg(self, name: str, default: str = "") -> str:
@@ -113,7 +112,15 @@ class Request:
         return self.session.user
 
 
-def number(text: str, what: str = "page") -> int:
+def _fields(text: str, most: int) -> dict[str, list[str]]:
+    """A query string or form; more than ``most`` fields is a bad request."""
+    try:
+        return parse_qs(text, max_num_fields=most)
+    except ValueError:
+        raise Reply(400, "Too many fields.") from None
+
+
+def number(text: str) -> int:
     """A whole number from the URL; anything else is a 404, like a missing id."""
     if not text.isdigit() or len(text) > 18:
         raise Reply(404)
@@ -128,6 +135,9 @@ class Web:
         self.store, self.sessions = store, sessions
         self.throttle = throttle or LoginThrottle()
         self.env = templates()
+        # what service degradation (degrade.py) lowers under load, read by the pages
+        self.list_size = PAGE           # messages a list page shows
+        self.searching = True           # False: a search answers that it is paused
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -141,18 +151,17 @@ class Web:
                     int(length) and ctype != "application/x-www-form-urlencoded"):
                 raise Reply(400, "A form is expected here.")
             body = environ["wsgi.input"].read(int(length))
-            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=2000)
-        cookies: dict[str, str] = {}
+            form = _fields(body.decode("utf-8", "replace"), 2000)
         cookie = SimpleCookie()
         with contextlib.suppress(CookieError):
             cookie.load(environ.get("HTTP_COOKIE", ""))
         cookies = {k: m.value for k, m in cookie.items()}
         path = environ.get("PATH_INFO", "/")
         path = path.encode("latin-1").decode("utf-8", "replace")
-        return Request(method, path, parse_qs(environ.get("QUERY_STRING", ""),
-                                              max_num_fields=50),
+        return Request(method, path, _fields(environ.get("QUERY_STRING", ""), 50),
                        form, cookies, environ.get("REMOTE_ADDR", ""),
-                       environ.get("wsgi.url_scheme") == "https")
+                       environ.get("wsgi.url_scheme") == "https",
+                       environ.get("HTTP_SEC_FETCH_SITE") in ("cross-site", "same-site"))
 
     def page(self, template: str, req: Request, **values: Any) -> bytes:
         return self.env.get_template(template).render(session=req.session, **values).encode()
@@ -209,13 +218,12 @@ class Web:
             session=req.session if req else None, status=status,
             title=titles.get(status, "Error"), message=message).encode()
 
-    def cookie(self, req: Request, value: str, max_age: int) -> tuple[str, str]:
+    def cookie(self, req: Request, value: str, max_age: int | None = None) -> tuple[str, str]:
+        """The session cookie. Without ``max_age`` it lasts while the browser runs: the
+        server's expiry, renewed as the session is used, is the one that counts."""
         secure = "; Secure" if req.secure else ""
-        return ("Set-Cookie", f"{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; "
-                f"SameSite=Lax{secure}")
-
-    def folder_names(self, user: int) -> list[Any]:
-        return self.store.folders(user)
+        age = "" if max_age is None else f"; Max-Age={max_age}"
+        return ("Set-Cookie", f"{COOKIE}={value}; Path=/{age}; HttpOnly; SameSite=Lax{secure}")
 
 
 def redirect(location: str, headers: list[tuple[str, str]] | None = None) -> Reply:
@@ -225,19 +233,15 @@ def redirect(location: str, headers: list[tuple[str, str]] | None = None) -> Rep
 # -- login ------------------------------------------------------------------------------------
 
 def login(web: Web, req: Request) -> bytes:
-    """GET /login: the form; POST /login: check the password; POST /logout: end the session."""
-    if req.path == "/logout":
-        if req.method != "POST":
-            raise Reply(405)
-        if req.session is not None:                  # (its CSRF token checked already)
-            web.sessions.end(req.session.key)
-        raise redirect("/login", [web.cookie(req, "", 0)])
+    """GET /login: the form; POST /login: check the password (scrypt: tens of ms)."""
     if req.path != "/login":
         raise Reply(404)
     if req.method != "POST":
         if req.session is not None:
             raise redirect("/folders")
         return web.page("login.html", req, name="", error="")
+    if req.cross_site:      # login CSRF: no session yet, so no token; the browser says where from
+        raise Reply(403, "Log in from Arashi's own login page.")
     name = req.arg("name")[:100]
     wait = web.throttle.wait(name, req.address)
     if wait > 0:
@@ -250,7 +254,17 @@ def login(web: Web, req: Request) -> bytes:
     if req.session is not None:
         web.sessions.end(req.session.key)
     session = web.sessions.create(user)
-    raise redirect("/folders", [web.cookie(req, session.key, int(web.sessions.lifetime))])
+    raise redirect("/folders", [web.cookie(req, session.key)])
+
+
+def logout(web: Web, req: Request) -> bytes:
+    """POST /logout: end the session. One delete, so a stage of its own: it never waits
+    behind password checks in the login stage's queue."""
+    if req.path != "/logout":
+        raise Reply(404)
+    if req.session is not None:                      # (its CSRF token checked already)
+        web.sessions.end(req.session.key)
+    raise redirect("/login", [web.cookie(req, "", 0)])
 
 
 # -- folder list ------------------------------------------------------------------------------
@@ -283,10 +297,11 @@ def messages(web: Web, req: Request) -> bytes:
     if sort not in LIST_SORTS:
         sort = "date"
     order = "asc" if req.arg("order") == "asc" else "desc"
-    pages = max(1, math.ceil(folder.count / PAGE))
+    size = web.list_size
+    pages = max(1, math.ceil(folder.count / size))
     page = min(max(1, number(req.arg("page", "1"))), pages)
     rows = web.store.messages(req.user, folder_id, sort=SORTS[sort], descending=order == "desc",
-                              offset=(page - 1) * PAGE, limit=PAGE)
+                              offset=(page - 1) * size, limit=size)
     return web.page("messages.html", req, folder=folder, folders=list(mine.values()),
                     messages=rows, page=page, pages=pages, sort=sort, order=order,
                     sorts=LIST_SORTS)
@@ -337,9 +352,11 @@ def search(web: Web, req: Request) -> bytes:
         folder = next((f for f in folders if str(f.id) == chosen), None)
         if folder is None:
             raise Reply(404)
-    results = web.store.search(req.user, text, folder.id if folder else None) if text else []
+    paused = not web.searching
+    results = web.store.search(req.user, text, folder.id if folder else None) \
+        if text and not paused else []
     return web.page("search.html", req, q=text, folder=folder, folders=folders,
-                    results=results)
+                    results=results, paused=paused)
 
 
 # -- delete, refile, create folder, delete folder (one coalesced stage) -----------------------
@@ -381,6 +398,7 @@ def act(web: Web, req: Request) -> bytes:
 # the request types: (stage suffix, handler, needs a session, methods)
 REQUEST_TYPES: dict[str, tuple[Callable[[Web, Request], Any], bool, tuple[str, ...]]] = {
     "login": (login, False, ("GET", "HEAD", "POST")),
+    "logout": (logout, False, ("POST",)),
     "folders": (folders, True, ("GET", "HEAD")),
     "messages": (messages, True, ("GET", "HEAD")),
     "show": (show, True, ("GET", "HEAD")),

@@ -84,10 +84,19 @@ def parser() -> argparse.ArgumentParser:
                      default=defaults.router_threads,
                      help="the most threads the thread pool controller may give the router "
                      "(default %(default)s; 1: a single thread, no controller)")
+    cli.add_argument("--thesis-controller", action="store_true",
+                     help="size the router's pool by the thesis's rule alone: a thread more "
+                     "each second while 100 descriptors wait (for comparison; the default "
+                     "also starts threads as soon as descriptors wait behind blocked ones)")
     cli.add_argument("--max-pending", type=_whole(1), metavar="BYTES",
                      default=defaults.max_pending,
                      help="unsent bytes a connection may hold; past it the neighbour is "
                      "too slow and is closed (default %(default)s)")
+    cli.add_argument("--max-forward", type=_whole(1), metavar="BYTES",
+                     default=defaults.max_forward,
+                     help="the largest payload of a ping, pong, query or push sent on; larger "
+                     "ones are dropped (default %(default)s: gtk-gnutella closes a connection "
+                     "that sends it a query over 1 KB)")
     cli.add_argument("--handshake-timeout", type=_seconds, metavar="SECONDS",
                      default=defaults.handshake_timeout,
                      help="a connection whose handshake takes longer is closed "
@@ -118,7 +127,8 @@ def parse(argv: list[str] | None) -> tuple[Options, argparse.Namespace]:
             host=args.bind[0], port=args.bind[1], peers=tuple(args.peer),
             hostcache=args.hostcache, max_connections=args.max_connections,
             outgoing=args.outgoing, query_delay=args.query_delay_ms / 1000,
-            router_threads=args.router_threads, max_pending=args.max_pending,
+            router_threads=args.router_threads, thesis_controller=args.thesis_controller,
+            max_pending=args.max_pending, max_forward=args.max_forward,
             handshake_timeout=args.handshake_timeout, status=args.status)
     except seda.ConfigError as exc:
         cli.error(str(exc))

@@ -13,11 +13,12 @@ API (``DescriptorParser`` in ``parser.py`` makes these from a byte stream):
   ``forward(ttl, hops) -> bytearray`` (the raw bytes with a new TTL and hops)
   ``Ping.ggep``; ``Pong.port/ip/files/kbytes/ggep``; ``Query.flags/min_speed/search/extensions``;
   ``QueryHit.count/port/ip/speed/servent_id/results/trailer/qhd``;
-  ``Push.servent_id/file_index/ip/port/ggep``; ``UnknownDescriptor`` (vendor messages, QRP,
-  BYE, HSEP and whatever comes next: passed on, never an error)
+  ``Push.servent_id/file_index/ip/port/ggep``; ``Bye.code/message`` (0x02, a servent saying
+  why it closes); ``UnknownDescriptor`` (vendor messages, QRP route table updates, HSEP and
+  whatever comes next: passed on, never an error); ``BYE``, ``ROUTE_TABLE_UPDATE``
   ``QueryFlags`` (``NO_FLAGS``), ``Result``, ``QHD``; ``CLASSES`` (payload type -> class)
   ``new_guid()``, ``encode()``, ``encode_ping()``, ``encode_pong()``, ``encode_query()``,
-  ``encode_query_hit()``, ``encode_push()``: wire bytes
+  ``encode_query_hit()``, ``encode_push()``, ``encode_bye()``: wire bytes
 Fields that cannot be read from a malformed payload raise ``ProtocolError``; the parser already
 refused payloads too short for their fixed fields.
 """
@@ -36,6 +37,9 @@ from .errors import ProtocolError
 
 # Payload types (2.2.1); anything else is an UnknownDescriptor
 PING, PONG, PUSH, QUERY, QUERY_HIT = 0x00, 0x01, 0x40, 0x80, 0x81
+# Between two neighbours only, never routed: the GDF's Bye (a servent closing says why) and the
+# QRP route table update (a leaf's RESET and PATCH messages, LimeWire's Query Routing v0.1)
+BYE, ROUTE_TABLE_UPDATE = 0x02, 0x30
 
 HEADER = struct.Struct("<16sBBBI")     # GUID, payload type, TTL, hops, payload length
 HEADER_SIZE = HEADER.size              # 23
@@ -291,15 +295,34 @@ class Push(Descriptor):
         return self.raw[HEADER_SIZE + _PUSH_FIXED:]
 
 
+class Bye(Descriptor):
+    """Bye (0x02, the GDF's Bye-Packet 0.1): a 16-bit little-endian code (2xx, 4xx, 5xx, as in
+    HTTP), then a reason, NUL-terminated; gtk-gnutella may add headers after a CRLF. Sent with
+    TTL 1 and hops 0 just before the sender closes."""
+
+    __slots__ = ()
+    min_payload = 2
+
+    @property
+    def code(self) -> int:
+        return self.raw[23] | self.raw[24] << 8
+
+    @property
+    def message(self) -> str:
+        """The reason, up to its NUL or the first CRLF (what follows are headers)."""
+        text = self.raw[25:].split(b"\0", 1)[0].split(b"\r\n", 1)[0]
+        return text.decode("utf-8", "replace")
+
+
 class UnknownDescriptor(Descriptor):
-    """Any other payload type: vendor messages (0x31, 0x32), QRP (0x30), BYE (0x02), HSEP
-    (0xCD)... Modern servents send them from the first second; they are not errors."""
+    """Any other payload type: vendor messages (0x31, 0x32), QRP (0x30), HSEP (0xCD)...
+    Modern servents send them from the first second; they are not errors."""
 
     __slots__ = ()
 
 
 CLASSES: dict[int, type[Descriptor]] = {
-    PING: Ping, PONG: Pong, QUERY: Query, QUERY_HIT: QueryHit, PUSH: Push}
+    PING: Ping, PONG: Pong, QUERY: Query, QUERY_HIT: QueryHit, PUSH: Push, BYE: Bye}
 
 
 # -- encoders: our own descriptors (pongs, tests, the load generator) ---------------------------
@@ -366,3 +389,9 @@ def encode_push(servent_id: bytes, file_index: int, ip: str, port: int, *, ggep:
         raise ValueError(f"a servent id is {GUID_SIZE} bytes, not {len(servent_id)}")
     payload = servent_id + _PUSH.pack(file_index, socket.inet_aton(ip), port) + ggep
     return encode(PUSH, payload, guid=guid, ttl=ttl, hops=hops)
+
+
+def encode_bye(code: int, message: str) -> bytes:
+    """A Bye: TTL 1, hops 0, as the receiver insists (gtk-gnutella drops any other)."""
+    payload = code.to_bytes(2, "little") + message.encode() + b"\0"
+    return encode(BYE, payload, ttl=1)

@@ -1,7 +1,7 @@
 """The Gnutella stages' names and the events they send each other (besides the socket layer's).
 
     catcher --Dial--> server --(peer, descriptor)--> router
-                             --Greet--> router
+                             --Greet--> router (a ping of ours)
             <--Up/Down--
 
 A descriptor travels to the router as a plain ``(peer, descriptor)`` tuple: it is the event
@@ -48,9 +48,11 @@ class Down:
 
 
 class Greet:
-    """Server -> router: a connection we dialed is up; ping it to learn hosts from its pongs."""
+    """Server -> router: ping ``peer`` with ``ttl``: 3 when a connection we dialed is up, to
+    learn hosts from the pongs; 1 when it has been quiet, to learn whether it is still there
+    (the answer is traffic, and traffic is what keeps a connection open)."""
 
-    __slots__ = ("peer",)
+    __slots__ = ("peer", "ttl")
 
-    def __init__(self, peer: Any) -> None:
-        self.peer = peer
+    def __init__(self, peer: Any, ttl: int = 3) -> None:
+        self.peer, self.ttl = peer, ttl

@@ -12,8 +12,11 @@ API:
   ``parse_block(block) -> (start_line, headers)``: ``headers`` maps lower-cased names to values
   ``format_block(start_line, headers) -> bytes``: CRLF lines and the empty line
   ``PeerInfo(version, headers)``: ``user_agent``, ``ultrapeer``, ``leaf``, ``listen_ip``,
-  ``remote_ip``, ``accepts_deflate``, ``content_encoding``, ``x_try``, ``x_try_ultrapeers``
+  ``remote_ip``, ``accepts_deflate``, ``content_encoding``, ``bye``, ``x_try``,
+  ``x_try_ultrapeers``
   ``parse_hosts(value) -> list[(host, port)]``: an X-Try style list
+  ``ultrapeer_headers(degree, max_ttl) -> list[(name, value)]``: what an ultrapeer must say for
+  today's leaves to keep it
 """
 
 from __future__ import annotations
@@ -78,6 +81,23 @@ def parse_hosts(value: str) -> list[tuple[str, int]]:
     return hosts
 
 
+def ultrapeer_headers(degree: int, max_ttl: int) -> list[tuple[str, str]]:
+    """The headers by which leaves choose an ultrapeer, for every step that carries ours.
+
+    A gtk-gnutella leaf refuses an ultrapeer with X-Degree under 16 or without
+    X-Dynamic-Querying (403 "High Outdegree and Dynamic Querying Required", nodes.c,
+    node_process_handshake_header); a LimeWire leaf one without X-Degree of at least 15,
+    X-Ultrapeer-Query-Routing, X-Dynamic-Querying and X-Max-TTL under 5
+    (HandshakeResponse.isGoodUltrapeer), and LimeWire ultrapeers ask the same of ultrapeers
+    once their quota of other vendors is used. X-Query-Routing makes a LimeWire leaf send us its
+    route table, the sign that it wants queries. LimeWire reads header names case-sensitively
+    (java.util.Properties), so they are spelled as it spells them. ``degree`` is how many
+    neighbours we keep, ``max_ttl`` the TTL a leaf should give the queries it sends us."""
+    return [("X-Query-Routing", "0.1"), ("X-Ultrapeer-Query-Routing", "0.1"),
+            ("X-Degree", str(degree)), ("X-Max-TTL", str(max_ttl)),
+            ("X-Dynamic-Querying", "0.1"), ("GGEP", "0.5"), ("Bye-Packet", "0.1")]
+
+
 def _header_bool(value: str | None) -> bool | None:
     if value is None:
         return None
@@ -112,8 +132,10 @@ class PeerInfo:
 
     @property
     def listen_ip(self) -> tuple[str, int] | None:
-        """Where the peer accepts connections (``Listen-IP``, or the older ``X-My-Address``)."""
-        value = self.headers.get("listen-ip") or self.headers.get("x-my-address")
+        """Where the peer accepts connections: ``Listen-IP`` (LimeWire), ``Node`` (what
+        gtk-gnutella sends when it connects), or the older ``X-My-Address``."""
+        h = self.headers
+        value = h.get("listen-ip") or h.get("node") or h.get("x-my-address")
         hosts = parse_hosts(value) if value else []
         return hosts[0] if hosts else None
 
@@ -131,6 +153,12 @@ class PeerInfo:
         """How the peer encodes what it sends after the handshake (``deflate``), if at all."""
         tokens = _tokens(self.headers.get("content-encoding")) - {"identity"}
         return ",".join(sorted(tokens)) or None
+
+    @property
+    def bye(self) -> bool:
+        """The peer reads a Bye before we close (``Bye-Packet``): gtk-gnutella counts a close
+        without one against our address and our User-Agent."""
+        return "bye-packet" in self.headers
 
     @property
     def x_try(self) -> list[tuple[str, int]]:

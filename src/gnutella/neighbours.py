@@ -16,13 +16,19 @@ from .addresses import Address
 
 
 class Neighbours:
-    """``ultrapeers`` (and servents that predate ultrapeers: they get everything) and
-    ``leaves`` (they get queries, not pings); at most ``limit`` slots held at once."""
+    """``ultrapeers`` (and servents that predate ultrapeers: they get everything), ``leaves``
+    (no pings: an ultrapeer answers for them) and of those ``searched``, the leaves that sent a
+    route table and so get queries; at most ``limit`` slots held at once.
+
+    A leaf asks for queries by sending its QRP table: gtk-gnutella and LimeWire ultrapeers send
+    none to a leaf that has not (qrp.c, qrt_build_query_target; GnutellaConnection,
+    hitsQueryRouteTable). We do not read the table: a leaf that sent one gets every query."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.ultrapeers: tuple[Any, ...] = ()
         self.leaves: tuple[Any, ...] = ()
+        self.searched: tuple[Any, ...] = ()
         self.slots = 0                    # reserved: handshakes accepted or dialing, and peers
         self._lock = threading.Lock()
 
@@ -51,10 +57,17 @@ class Neighbours:
             else:
                 self.ultrapeers = (*self.ultrapeers, peer)
 
+    def search(self, peer: Any) -> None:
+        """``peer`` sent a route table: if it is a leaf, it gets queries from now on."""
+        with self._lock:
+            if peer in self.leaves and peer not in self.searched:
+                self.searched = (*self.searched, peer)
+
     def remove(self, peer: Any) -> None:
         with self._lock:
             if peer in self.leaves:
                 self.leaves = tuple(p for p in self.leaves if p is not peer)
+                self.searched = tuple(p for p in self.searched if p is not peer)
             elif peer in self.ultrapeers:
                 self.ultrapeers = tuple(p for p in self.ultrapeers if p is not peer)
 

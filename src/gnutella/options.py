@@ -28,11 +28,15 @@ class Options:
     retry: tuple[float, float] = (2.0, 600.0)   # first and longest wait to redial a host
     query_delay: float = 0.0            # seconds each query sleeps (thesis 6.2.3; 0: off)
     router_threads: int = 20            # the controller's most threads; 1: one thread
+    thesis_controller: bool = False     # the thesis's thread pool rule alone (for Fig. 41/42)
     router_queue: int = 10_000          # descriptors waiting for the router before shedding
     max_pending: int = 256 * 1024       # unsent bytes a connection may hold before it closes
     max_payload: int = DEFAULT_MAX_PAYLOAD   # a larger descriptor closes its connection
+    max_forward: int = 1024             # a larger ping, pong, query or push is not sent on
     max_ttl: int = 7                    # TTL + hops above it are trimmed
     handshake_timeout: float = 10.0     # a handshake must finish within this
+    alive_period: float = 20.0          # a neighbour quiet this long is pinged (TTL 1)
+    idle_timeout: float = 180.0         # a neighbour quiet this long is closed
     deflate: bool = True                # compress connections whose peer accepts deflate
     user_agent: str = "pyseda-gnutella/0.1"
     status: Address | None = None       # serve /_seda/ (page and metrics) here
@@ -51,12 +55,19 @@ class Options:
         check(self, "query_delay", _number(self.query_delay) and self.query_delay >= 0,
                "seconds >= 0")
         check_whole(self, "router_threads", 1)
+        check(self, "thesis_controller", isinstance(self.thesis_controller, bool),
+              "true or false")
         check_whole(self, "router_queue", 1)
         check_whole(self, "max_pending", 1)
         check_whole(self, "max_payload", 1, 2**32 - 1)
+        check_whole(self, "max_forward", 1, 2**32 - 1)
         check_whole(self, "max_ttl", 1, 255)
         check(self, "handshake_timeout", _number(self.handshake_timeout)
                and self.handshake_timeout > 0, "seconds > 0")
+        check(self, "alive_period", _number(self.alive_period) and self.alive_period > 0,
+              "seconds > 0")
+        check(self, "idle_timeout", _number(self.idle_timeout)
+              and self.idle_timeout > self.alive_period, "seconds > alive_period")
         check(self, "deflate", isinstance(self.deflate, bool), "true or false")
         check(self, "user_agent", isinstance(self.user_agent, str) and self.user_agent
                and self.user_agent.isprintable(), "a printable name")

@@ -29,8 +29,8 @@ class Peer:
     """A connection (``conn``, a ``seda.io.Connection``) and our state for it. ``dialed``: the
     address we dialed (an outgoing connection), else None."""
 
-    __slots__ = ("conn", "deflater", "dialed", "handshake", "inflater", "leaf", "listen",
-                 "local_ip", "lock", "parser", "reason", "slot", "state", "timer")
+    __slots__ = ("bye", "conn", "deflater", "dialed", "handshake", "heard", "inflater", "leaf",
+                 "listen", "local_ip", "lock", "parser", "reason", "slot", "state", "timer")
 
     def __init__(self, conn: Any, dialed: Address | None = None) -> None:
         self.conn = conn
@@ -40,12 +40,16 @@ class Peer:
         self.timer: Any = None            # the handshake's deadline, until established
         self.slot = False                 # holds one of the --max-connections slots
         self.leaf = False                 # said X-Ultrapeer: False: no pings forwarded to it
+        self.bye = False                  # said Bye-Packet: reads a Bye before we close
+        self.heard = 0                    # the server's tick when it last sent us anything
         self.listen: Address | None = dialed   # where it accepts connections, if known
         self.local_ip = ""                # our address on this connection (for our pongs)
         self.parser: DescriptorParser | None = None
         self.inflater: Inflater | None = None
         self.deflater: Deflater | None = None
-        self.lock: threading.Lock | None = None   # one compressor, several router threads
+        # router threads take turns sending: one compressor, and the connection counts what
+        # its producers queue without a lock of its own (seda.io.Connection)
+        self.lock = threading.Lock()
         self.reason: str | None = None    # why we closed it, for the counters
 
     def __repr__(self) -> str:
@@ -64,7 +68,6 @@ class Peer:
             self.inflater = Inflater()
         if deflate_out:
             self.deflater = Deflater(wbits=_WBITS, mem_level=_MEM_LEVEL)
-            self.lock = threading.Lock()
 
     def alive(self) -> bool:
         return not self.conn.closing
@@ -73,15 +76,12 @@ class Peer:
         """Queue ``data`` (whole descriptors) on the connection; the bytes that go on the wire.
         Raises ``seda.SinkError`` when the connection is closed or has just been closed for
         having too much unsent (``overflow="close"``)."""
-        lock = self.lock
-        if lock is None:
-            self.conn.enqueue(data)
-            return len(data)
-        with lock:                        # compress and queue in one order
+        with self.lock:                   # compress and queue in one order
             deflater = self.deflater
-            if deflater is None:
+            if deflater is not None:
+                data = deflater.compress(data)
+            elif self.state == CLOSED:
                 raise StageClosedError(f"{self!r} is closed")
-            data = deflater.compress(data)
             self.conn.enqueue(data)
         return len(data)
 
@@ -91,6 +91,5 @@ class Peer:
         if self.timer is not None:
             self.timer.cancel()
         self.handshake = self.timer = self.parser = self.inflater = None
-        if self.lock is not None:
-            with self.lock:               # a router thread may be compressing for it
-                self.deflater = None
+        with self.lock:                   # a router thread may be compressing for it
+            self.deflater = None

@@ -56,6 +56,12 @@ class Seen:
         self._newer[key] = value
         return True
 
+    def discard(self, key: bytes, now: float) -> bool:
+        """Forget ``key``; True if it was remembered."""
+        self._age(now)
+        return (self._newer.pop(key, None) is not None
+                or self._older.pop(key, None) is not None)
+
 
 class Forward(NamedTuple):
     """Send the descriptor on with ``ttl`` and ``hops``: to every neighbour but ``source``
@@ -73,11 +79,18 @@ class Drop(NamedTuple):
 
 
 class Routes:
-    """The router's tables: ping and query GUIDs to the connection they came from, and servent
-    identifiers (from query hits) to the connection a push for them must take.
+    """The router's tables: ping and query GUIDs to the connection they came from, servent
+    identifiers (from query hits) to the connection a push for them must take, and the GUIDs
+    of pushes seen, so that none goes to a neighbour twice (gtk-gnutella closes a connection
+    that sends it the same push or query again: routing.c, check_duplicate).
 
     ``max_ttl`` caps what a descriptor may claim: one arriving with TTL + hops above it has its
-    TTL trimmed (modern servents use 7, some send more to reach further than their share)."""
+    TTL trimmed (modern servents use 7, some send more to reach further than their share).
+
+    A ping or query whose first copy came the long way round, its TTL spent, went nowhere; a
+    later copy of it that can still travel (the short way, held up on the way) is routed as
+    the first was not, once. Without that the GUID rule would drop it as a duplicate, and the
+    servents it was still to reach would never see it."""
 
     def __init__(self, alive: Callable[[Any], bool], *, max_ttl: int = 7,
                  lifetime: float = 600.0, capacity: int = 200_000) -> None:
@@ -85,6 +98,8 @@ class Routes:
         self.pings = Seen(lifetime, capacity)
         self.queries = Seen(lifetime, capacity)
         self.servents = Seen(lifetime, capacity)
+        self.spent = Seen(lifetime, capacity)     # ping and query GUIDs whose first copy expired
+        self.pushes = Seen(lifetime, capacity)
 
     def originate(self, kind: int, guid: bytes, now: float) -> None:
         """This servent sends a ping or query of its own: their answers come to ``LOCAL``."""
@@ -97,7 +112,10 @@ class Routes:
         if ttl + hops > self.max_ttl:
             ttl = max(0, self.max_ttl - hops)
         if kind in (PING, QUERY):
-            if not (self.pings if kind == PING else self.queries).add(guid, source, now):
+            if (self.pings if kind == PING else self.queries).add(guid, source, now):
+                if ttl <= 1:
+                    self.spent.add(guid, True, now)
+            elif ttl <= 1 or not self.spent.discard(guid, now):
                 return Drop("duplicate")
             to = None
         elif kind == PONG:
@@ -106,6 +124,8 @@ class Routes:
             self.servents.add(servent, source, now)     # pushes for it go back this way
             to = self.queries.get(guid, now)
         elif kind == PUSH:
+            if not self.pushes.add(guid, source, now):
+                return Drop("duplicate")
             to = self.servents.get(servent, now)
         else:
             return Drop("unknown")

@@ -11,6 +11,12 @@ the connection is aborted, the reason logged and counted (``closed`` in ``stats`
 refusing descriptors (its queue full) sheds them, counted, and the connection stays: Gnutella
 is lossy and every descriptor has other paths.
 
+A neighbour quiet for ``alive_period`` is pinged (TTL 1), as gtk-gnutella does with its "alive
+pings"; one quiet for ``idle_timeout`` is gone without a word (a host that vanished sends no
+FIN) and is aborted. When the runtime stops, each neighbour that reads Byes gets one before its
+connection closes: gtk-gnutella counts a close without one against our address and User-Agent
+(nodes.c, node_eof_v and node_mark_bad_vendor).
+
 Runs on the loop thread, like the socket layer: a packet goes from the read stage to here to
 the router's queue with no thread hand-off but the last.
 """
@@ -18,6 +24,7 @@ the router's queue with no thread hand-off but the last.
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -26,10 +33,11 @@ import seda
 from seda.io import Closed, Connected, Failed, Packet, SocketLayer
 
 from .addresses import Address, dialable
+from .descriptors import encode_bye
 from .errors import ProtocolError
 from .events import CATCHER, ROUTER, Dial, Down, Greet, Up
 from .handshake import Acceptor, Connector, Established, Refused, Request, Send, Settings
-from .headers import PeerInfo
+from .headers import PeerInfo, ultrapeer_headers
 from .neighbours import Neighbours
 from .options import Options
 from .peer import CLOSED, CONNECTING, ESTABLISHED, HANDSHAKING, Peer
@@ -37,6 +45,7 @@ from .peer import CLOSED, CONNECTING, ESTABLISHED, HANDSHAKING, Peer
 log = logging.getLogger("gnutella")
 
 X_TRY = 10                    # hosts offered in an X-Try header
+ADVERTISED_TTL = 4            # X-Max-TTL at most: LimeWire wants less than 5 of an ultrapeer
 
 
 class _Expired:
@@ -48,13 +57,26 @@ class _Expired:
         self.peer = peer
 
 
+class _Tick:
+    """Timer -> server: look for quiet neighbours."""
+
+    __slots__ = ()
+
+
 class GnutellaServer(seda.EventHandler):
     """Handshakes and descriptor streams. ``port``: where we listen, for the Listen-IP we
     announce."""
 
     def __init__(self, options: Options, neighbours: Neighbours, hosts: Any, port: int) -> None:
         self.options, self.neighbours, self.hosts, self.port = options, neighbours, hosts, port
-        self.settings = Settings(user_agent=options.user_agent, deflate=options.deflate)
+        advertised = ultrapeer_headers(degree=options.max_connections,
+                                       max_ttl=min(options.max_ttl, ADVERTISED_TTL))
+        self.settings = Settings(user_agent=options.user_agent, deflate=options.deflate,
+                                 headers=tuple(advertised))
+        # Quiet is measured in ticks of alive_period: a peer last heard ``n`` ticks ago has
+        # been silent for at least n - 1 whole periods.
+        self.ticks = 0
+        self.idle_ticks = math.ceil(options.idle_timeout / options.alive_period)
         # Handshakes hold memory and a descriptor until their deadline: bound them too.
         self.max_handshakes = max(16, options.max_connections)
         self.handshaking = 0
@@ -68,6 +90,8 @@ class GnutellaServer(seda.EventHandler):
         self.own, self.timer = ctx.stage.sink, rt.timer
         self.router, self.catcher = rt.sink(ROUTER), rt.sink(CATCHER)
         self.layer = SocketLayer.of(rt)
+        rt.signals.subscribe(seda.Stopping, self.own)
+        self.timer.schedule(self.options.alive_period, self.own, _Tick())
 
     def handle_event(self, ev: Any) -> None:
         kind = type(ev)
@@ -81,6 +105,10 @@ class GnutellaServer(seda.EventHandler):
             self._dial(ev.address)
         elif kind is _Expired:
             self._expired(ev.peer)
+        elif kind is _Tick:
+            self._tick(ev)
+        elif kind is seda.Stopping:
+            self._stopping()
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -144,6 +172,7 @@ class GnutellaServer(seda.EventHandler):
         if peer is None or peer.reason is not None or peer.state == CLOSED:
             return                        # closing: what it still says does not matter
         self.bytes_in += len(data)
+        peer.heard = self.ticks
         if peer.state == ESTABLISHED:
             self._stream(peer, data)
             return
@@ -183,7 +212,7 @@ class GnutellaServer(seda.EventHandler):
         self.handshaking -= 1
         self.established += 1
         self._learn(info)
-        peer.leaf = info.leaf
+        peer.leaf, peer.bye, peer.heard = info.leaf, info.bye, self.ticks
         listen = info.listen_ip
         if peer.listen is None and listen is not None and dialable(*listen):
             peer.listen = listen
@@ -235,6 +264,36 @@ class GnutellaServer(seda.EventHandler):
         except seda.StageClosedError:
             pass                          # stopping
 
+    # -- quiet neighbours, and the end ------------------------------------------------------------
+
+    def _tick(self, tick: _Tick) -> None:
+        """Ping each neighbour that said nothing for a whole ``alive_period``; abort one that
+        said nothing for ``idle_timeout``. Its pong, or anything else, counts as a word."""
+        self.ticks = now = self.ticks + 1
+        n = self.neighbours
+        for peer in n.ultrapeers + n.leaves:
+            quiet = now - peer.heard
+            if quiet > self.idle_ticks:
+                idle = self.options.idle_timeout
+                self._drop(peer, "idle", TimeoutError(f"nothing heard for {idle} s"))
+            elif quiet >= 2:
+                self.router.enqueue_lossy(Greet(peer, ttl=1))
+        self.timer.schedule(self.options.alive_period, self.own, tick)
+
+    def _stopping(self) -> None:
+        """The runtime stops: a Bye to each neighbour that reads one, and every connection
+        closed once what it has been sent is out."""
+        n = self.neighbours
+        for peer in n.ultrapeers + n.leaves:
+            if peer.reason is None:
+                peer.reason = "stopping"
+                try:
+                    if peer.bye:
+                        peer.send(encode_bye(200, "Servent shutdown"))
+                    peer.conn.close()
+                except seda.SinkError:
+                    pass                  # closed meanwhile
+
     # -- closing -----------------------------------------------------------------------------------
 
     def _drop(self, peer: Peer, reason: str, error: BaseException) -> None:
@@ -261,7 +320,8 @@ class GnutellaServer(seda.EventHandler):
         peer.closed()
 
     def stats(self) -> dict:
-        """Connections open now (``connections``) and since the start: TCP connections
+        """Connections open now (``connections``; ``searched``: leaves that sent a route table
+        and so get queries) and since the start: TCP connections
         ``accepted``, handshakes ``established``, ``refused`` (503, full), ``busy`` (closed at
         once: too many handshakes in progress), ``closed`` by reason; descriptors ``shed``
         (the router's queue was full); ``bytes_in`` received; ``pending``: bytes queued for
@@ -270,7 +330,7 @@ class GnutellaServer(seda.EventHandler):
         n = self.neighbours
         pending = [p.conn.pending for p in n.ultrapeers + n.leaves]
         return {"connections": {"ultrapeers": len(n.ultrapeers), "leaves": len(n.leaves),
-                                "handshaking": self.handshaking},
+                                "searched": len(n.searched), "handshaking": self.handshaking},
                 "pending": {"bytes": sum(pending), "largest": max(pending, default=0)},
                 "accepted": self.accepted, "established": self.established,
                 "refused": self.refused, "busy": self.busy, "shed": self.shed,

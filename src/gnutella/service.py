@@ -75,9 +75,11 @@ def build(rt: seda.Runtime, options: Options) -> Service:
         neighbours = Neighbours(options.max_connections)
         server = GnutellaServer(options, neighbours, hosts, address[1])
         router = GnutellaRouter(neighbours, hosts, port=address[1],
-                                query_delay=options.query_delay, max_ttl=options.max_ttl)
+                                query_delay=options.query_delay, max_ttl=options.max_ttl,
+                                max_forward=options.max_forward)
         threads = (1 if options.router_threads == 1
-                   else ThreadPoolController(max=options.router_threads))
+                   else ThreadPoolController(max=options.router_threads,
+                                             thesis=options.thesis_controller))
         # A query that sleeps holds its whole batch: with a delay the router takes one
         # descriptor at a time, so that what waits behind a sleeping query is in the queue,
         # where the pool sees it and another thread takes it.

@@ -83,15 +83,19 @@ class ThreadPool:
     def cap(self) -> int:
         return self.queue.cap
 
-    def limit(self, cap: int) -> None:
+    def limit(self, cap: int, start: bool = False) -> None:
         """Let up to ``cap`` threads run the handler at once, starting threads on demand up to
-        it. Lowering it stops no thread in a batch: those above it park, and exit once idle."""
+        it (``start``: at once, for the batches waiting; on the control thread). Lowering it
+        stops no thread in a batch: those above it park, and exit once idle."""
         cap = max(1, cap)
         with self._lock:
             self.queue.cap = cap
             self._set_room()
-        if self.queue.limit(cap):              # batches left without a worker:
-            self._short()                      # threads if they turn out to be held up
+        if left := self.queue.limit(cap):      # batches left without a worker:
+            if start:
+                self._grow(left)
+            else:
+                self._short()                  # threads if they turn out to be held up
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued, then let every thread exit. False if some did not by deadline."""
@@ -117,6 +121,11 @@ class ThreadPool:
 
     def concurrency(self) -> int:
         return len(self.live)
+
+    @property
+    def started_count(self) -> int:
+        """Threads started since the pool began: against ``thread_count``, the churn."""
+        return self._spawned
 
     def idle(self) -> bool:
         return self.queue.idle()

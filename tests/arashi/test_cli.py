@@ -17,7 +17,7 @@ import requests
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import arashi, new_store, store_args
+from tests.helpers.arashi_env import arashi, count, new_store, store_args
 from tests.helpers.postgres import BACKENDS, database_url
 
 
@@ -136,6 +136,6 @@ def test_serve_with_two_workers_and_sigterm_stops_them(tmp_path):
     store = new_store(tmp_path)
     try:
         alice = store.user_id("alice")
-        assert store.count(alice, store.folder(alice, INBOX)) == 4
+        assert count(store, alice, store.folder(alice, INBOX)) == 4
     finally:
         store.pool.close()

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from arashi.delivery import Delivery
+from arashi.events import Job
+from arashi.smtp import Mail
+
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import new_store, store_args
+from tests.helpers.arashi_env import add_users, new_store, store_args
 from tests.helpers.postgres import BACKENDS, database_url
 
 CRASH = Path(__file__).resolve().parents[1] / "helpers" / "arashi_crash.py"
@@ -33,9 +37,7 @@ def reply(sock: socket.socket) -> bytes:
 @pytest.mark.parametrize("moment", ["before", "after"])
 def test_a_crash_around_the_commit(tmp_path, moment, backend):
     url = database_url(backend, tmp_path / "data")
-    store = new_store(tmp_path / "data", url)
-    alice, bob = store.add_user("alice", "pw"), store.add_user("bob", "pw")
-    store.pool.close()
+    ids = add_users(tmp_path / "data", url, alice="pw", bob="pw")
     proc = subprocess.Popen([sys.executable, str(CRASH), moment,
                              *store_args(tmp_path / "data", url), "--smtp-bind", "127.0.0.1:0",
                              "--bind", "127.0.0.1:0", "--domain", "example.org"],
@@ -68,4 +70,29 @@ def test_a_crash_around_the_commit(tmp_path, moment, backend):
     if moment == "before":
         assert rows == []                         # nothing half-stored, for neither user
     else:
-        assert rows == [(alice, "crash"), (bob, "crash")]
+        assert rows == [(ids["alice"], "crash"), (ids["bob"], "crash")]
+
+
+class Collect:
+    def __init__(self):
+        self.got = []
+
+    def enqueue_lossy(self, ev):
+        self.got.append(ev)
+        return True
+
+
+class Failing:
+    def deliver(self, users, raw, sender):
+        raise RuntimeError("a bug, not the database")
+
+
+def test_any_failure_is_answered_451_never_left_waiting():
+    """A question the stage fails on for any reason is still answered (451: the client keeps
+    the message and tries later); an unanswered one would leave the connection hanging."""
+    delivery = Delivery(Failing())
+    delivery.receiver = Collect()
+    delivery.handle_event(Job("session", Mail("x@else.test", [1], b"Subject: x\r\n\r\n")))
+    (answer,) = delivery.receiver.got
+    assert answer.session == "session" and not answer.stored
+    assert answer.failure[0] == 451 and delivery.stats()["failed"] == 1

@@ -16,3 +16,23 @@ def test_malformed_mail_gets_what_can_be_read():
     assert s.date is None and "caf" in s.subject
     s = summarize(b"Subject: " + b"x" * 5000 + b"\r\n\r\n")
     assert len(s.subject) == 998
+
+
+# fields the email package's own parser trips over (IndexError, AttributeError in
+# email._header_value_parser, Python 3.11 to 3.13): kept as written, never an error
+TRIPPING = [(b"From: Mallory <m@[evil.test>\r\n\r\nx", "Mallory <m@[evil.test>"),
+            (b'From: a@b, :"x" <c@d>\r\n\r\nx', 'a@b, :"x" <c@d>'),
+            (b"From: x <\r\n r@[x.test>\r\n\r\nx", "x < r@[x.test>")]
+
+
+def test_fields_the_parser_trips_over_are_kept_as_written():
+    for raw, sender in TRIPPING:
+        assert summarize(raw).sender == sender
+
+
+def test_only_the_header_block_is_read():
+    head = b"From: a@x.test\r\nSubject: big\r\nDate: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\n"
+    body = b"Subject: not a header\r\n\r\n" + b"y" * 1000
+    assert summarize(head + body) == summarize(head) == summarize(head.replace(b"\r\n", b"\n"))
+    assert summarize(head + body).subject == "big"
+    assert summarize(b"\r\nSubject: a body line\r\n\r\n").subject == ""      # no header block

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from email import message_from_bytes, policy
 
-from arashi.mailgen import KINDS, folder_sizes, message, messages, populate
+from arashi.mailgen import KINDS, message, messages, populate
 from arashi.store import INBOX
 
 from tests.helpers.arashi_env import new_store
@@ -29,12 +29,6 @@ def test_the_same_seed_gives_the_same_mail():
     first = list(messages(random.Random(7), 50, "a@example.org"))
     assert first == list(messages(random.Random(7), 50, "a@example.org"))
     assert first != list(messages(random.Random(8), 50, "a@example.org"))
-
-
-def test_folder_sizes_span_one_to_largest():
-    sizes = folder_sizes(random.Random(3), 200, largest=5000)
-    assert min(sizes) >= 1 and max(sizes) <= 5000
-    assert min(sizes) < 10 and max(sizes) > 1000
 
 
 def test_populate_fills_folders(tmp_path):

@@ -36,3 +36,12 @@ def test_a_large_attachment_is_listed_and_returned_whole():
     assert (a.filename, a.size) == ("b.bin", len(big))
     assert mime.attachment(raw, a.index) == ("b.bin", "application/octet-stream", big)
     assert mime.attachment(raw, 99) is None
+
+
+def test_headers_and_charsets_the_parser_trips_over_still_show():
+    shown = mime.show(b'From: Mallory <m@[evil.test>\r\nTo: a@b, :"x" <c@d>\r\n'
+                      b"Content-Type: text/plain; charset=ut\x00f8\r\n\r\nbody\r\n")
+    assert ("From", "Mallory <m@[evil.test>") in shown.headers
+    assert ("To", 'a@b, :"x" <c@d>') in shown.headers
+    assert any("unknown charset" in n for n in shown.notices)
+    assert str(shown.texts[0]) == "body\n"

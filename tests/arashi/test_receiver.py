@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import smtplib
 import socket
+from email import policy
 from email.message import EmailMessage
 
 import pytest
 
+from arashi import mime
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import new_store, running
+from tests.helpers.arashi_env import add_users, running
 
 
 @pytest.fixture
 def data(tmp_path):
-    store = new_store(tmp_path / "data")
-    store.add_user("alice", "pw")
-    store.add_user("bob", "pw")
-    store.pool.close()
+    add_users(tmp_path / "data", alice="pw", bob="pw")
     return tmp_path / "data"
 
 
@@ -54,15 +53,26 @@ def test_plain_8bit_multipart_and_dot_stuffed_mail_arrive_whole(data):
     assert got["parts"].sender == "Bob <bob@else.test>" and b"a.bin" in got["parts"].raw
 
 
-def test_a_multi_megabyte_message_and_malformed_mail(data):
-    big = b"Subject: big\r\n\r\n" + (b"y" * 76 + b"\r\n") * 60_000        # 4.6 MB
+def test_a_20_mb_attachment_and_malformed_mail(data):
+    attached = EmailMessage()
+    attached["Subject"] = "big"
+    attached.set_content("see the attachment")
+    payload = bytes(range(256)) * (20 * 2**20 // 256)                      # 20 MB
+    attached.add_attachment(payload, maintype="application", subtype="octet-stream",
+                            filename="big.bin")
+    big = attached.as_bytes(policy=policy.SMTP)                          # 27 MB in base64
     broken = b"Subject: \xff\xfe broken\r\nDate: never\r\nContent-Type: multipart/mixed\r\n\r\n--"
+    tripping = b"From: Mallory <m@[evil.test>\r\nSubject: trips the parser\r\n\r\nx\r\n"
     with running(data) as service, client(service) as smtp:
         smtp.sendmail("x@else.test", ["bob@localhost"], big)
         smtp.sendmail("x@else.test", ["bob@localhost"], broken)
-        bad, whole = sorted(inbox(service, "bob"), key=lambda m: m.size)
+        smtp.sendmail("x@else.test", ["bob@localhost"], tripping)
+        trips, bad, whole = sorted(inbox(service, "bob"), key=lambda m: m.size)
     assert whole.raw == big and whole.subject == "big" and whole.size == len(big)
+    (listed,) = mime.show(whole.raw).attachments
+    assert (listed.filename, listed.size) == ("big.bin", len(payload))
     assert bad.raw == broken + b"\r\n" and bad.date is None        # smtplib ends the last line
+    assert trips.raw == tripping and trips.sender == "Mallory <m@[evil.test>"
 
 
 def test_one_message_to_two_users_and_a_refused_recipient(data):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+
 import requests
 
 import seda
-from arashi.router import ROUTES, Router, admission
+from arashi.router import ROUTES, Router, admission, build_web
+from arashi.sessions import Sessions
+from arashi.web import Web
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import arashi, new_store
+from tests.helpers.arashi_env import add_users, arashi, new_store
 from tests.helpers.arashi_web import get, log_in, serving
 
 
@@ -35,11 +39,11 @@ class Req:
 
 def test_routes_by_path_and_refuses_with_503():
     kinds = set(ROUTES.values())
-    assert kinds == {"login", "folders", "messages", "show", "search", "act"}
+    assert kinds == {"login", "logout", "folders", "messages", "show", "search", "act"}
     sinks = {k: Taking() for k in kinds}
     sinks["search"] = Refusing()
     router = Router(sinks)
-    for path, kind in (("/login", "login"), ("/folder/3", "messages"),
+    for path, kind in (("/login", "login"), ("/logout", "logout"), ("/folder/3", "messages"),
                        ("/message/4/part/1", "show"), ("/act", "act"), ("/", "folders")):
         req = Req(path)
         router.handle_event(req)
@@ -70,11 +74,7 @@ def test_router_counts_and_sends_status_requests_to_the_page():
 
 
 def test_the_live_status_page_on_the_web_port(tmp_path):
-    store = new_store(tmp_path)
-    try:
-        store.add_user("alice", "alice-pw")
-    finally:
-        store.pool.close()
+    add_users(tmp_path, alice="alice-pw")
     with serving(tmp_path) as server:
         client = log_in(server, "alice", "alice-pw")
         assert get(client, server.url + "/folders").status_code == 200
@@ -111,11 +111,7 @@ def test_admission_with_request_classes_from_a_cookie():
 
 
 def test_serve_with_class_cookie(tmp_path):
-    store = new_store(tmp_path)
-    try:
-        store.add_user("alice", "alice-pw")
-    finally:
-        store.pool.close()
+    add_users(tmp_path, alice="alice-pw")
     bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "tier")
     assert bad.returncode == 1 and "needs --target-p90" in bad.stderr
     bad = arashi("serve", "--data", str(tmp_path), "--class-cookie", "a b", "--target-p90", "50")
@@ -124,3 +120,36 @@ def test_serve_with_class_cookie(tmp_path):
         client = log_in(server, "alice", "alice-pw")
         client.cookies.set("tier", "9")
         assert get(client, server.url + "/folders").status_code == 200
+
+
+def test_a_logout_does_not_wait_behind_logins(tmp_path):
+    """A login spends tens of milliseconds in scrypt, a logout is one delete: it has a stage of
+    its own, so logins queued under load do not hold it up."""
+    store = new_store(tmp_path)
+    sessions = Sessions(store.pool)
+    session = sessions.create(store.add_user("alice", "pw"))
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(name, password):                  # a login that holds the login stage's thread
+        entered.set()
+        release.wait(WAIT)
+        return None
+    store.authenticate = stuck
+    rt = seda.Runtime()
+    listener = build_web(rt, Web(store, sessions), ("127.0.0.1", 0), threads=1, status=False)
+    rt.start()
+    url = f"http://127.0.0.1:{listener.address[1]}"
+    login = threading.Thread(target=requests.post, args=(url + "/login",),
+                             kwargs={"data": {"name": "bob", "password": "x"}, "timeout": WAIT})
+    try:
+        login.start()
+        assert entered.wait(WAIT)
+        r = requests.post(url + "/logout", data={"csrf": session.csrf}, timeout=WAIT,
+                          cookies={"arashi_session": session.key}, allow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/login"
+        assert not release.is_set() and sessions.get(session.key) is None
+    finally:
+        release.set()
+        login.join(WAIT)
+        rt.stop(timeout=WAIT)
+        store.pool.close()

@@ -192,3 +192,14 @@ def test_close_is_an_event_after_quit():
     m = ready()
     events = m.receive(b"QUIT\r\n")
     assert codes(events) == [221, "Close"] and isinstance(events[1], Close)
+
+
+def test_postmaster_of_another_domain_is_relaying_denied():
+    """Only the bare <postmaster> needs no domain (RFC 5321 4.5.1); postmaster@elsewhere is
+    mail for a domain that is not ours."""
+    m = ready()
+    m.receive(b"MAIL FROM:<a@b.c>\r\n")
+    (reply,) = m.receive(b"RCPT TO:<postmaster@elsewhere.test>\r\n")
+    assert reply.code == 550 and b"relaying denied" in reply.data
+    (ask,) = m.receive(b"RCPT TO:<Postmaster@example.org>\r\n")
+    assert type(ask) is Recipient and ask.local == "Postmaster"

@@ -6,21 +6,12 @@ import pytest
 
 from arashi.store import INBOX, NotFound, StoreError
 
-from tests.helpers.arashi_env import new_store
-from tests.helpers.postgres import BACKENDS, database_url
+from tests.helpers.arashi_env import count
 
 
 def mail(subject: str, sender: str = "Bob <bob@else.test>", date: str = "") -> bytes:
     dated = f"Date: {date}\r\n" if date else ""
     return f"From: {sender}\r\nSubject: {subject}\r\n{dated}\r\nbody\r\n".encode()
-
-
-@pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    data = tmp_path / "data"
-    s = new_store(data, database_url(request.param, data))
-    yield s
-    s.pool.close()
 
 
 def test_users_get_an_inbox_and_log_in_with_their_password(store):
@@ -34,8 +25,6 @@ def test_users_get_an_inbox_and_log_in_with_their_password(store):
         store.add_user("alice", "x")
     with pytest.raises(StoreError, match="no user name"):
         store.add_user("../etc", "x")
-    store.set_password(alice, "new")
-    assert store.authenticate("alice", "new") == alice
 
 
 def test_delivery_lists_sorts_searches_and_files(store):
@@ -44,7 +33,7 @@ def test_delivery_lists_sorts_searches_and_files(store):
     store.deliver([alice], mail("b second", date="Tue, 2 Jan 2024 10:00:00 +0000"))
     store.deliver([alice], mail("a first", "Zed <z@z.test>", "Mon, 1 Jan 2024 10:00:00 +0000"))
     store.deliver([alice], b"no headers at all")
-    assert store.count(alice, inbox) == 3
+    assert count(store, alice, inbox) == 3
     by_date = store.messages(alice, inbox, sort="date", descending=False)
     assert [m.subject for m in by_date] == ["", "a first", "b second"]   # undated first
     assert [m.subject for m in store.messages(alice, inbox, sort="subject", limit=2,
@@ -59,8 +48,6 @@ def test_delivery_lists_sorts_searches_and_files(store):
     assert store.move_messages(alice, [zed.id], work) == 1
     assert [m.id for m in store.messages(alice, work)] == [zed.id]
     assert store.search(alice, "zed", folder=inbox) == []
-    store.set_flags(alice, zed.id, "SS")
-    assert store.message(alice, zed.id).flags == "S"
     store.delete_folder(alice, work)
     with pytest.raises(NotFound):
         store.message(alice, zed.id)
@@ -84,14 +71,13 @@ def test_a_user_reaches_nothing_of_another_users_mail(store):
     alice_inbox = store.folder(alice, INBOX)
     # reading: another's id is not found, as an id that does not exist
     for call in (lambda: store.message(alice, secret),
-                 lambda: store.set_flags(alice, secret, "S"),
                  lambda: store.delete_folder(alice, bob_work),
                  lambda: store.move_messages(alice, [], bob_work),
                  lambda: store.add_messages(alice, bob_inbox, [(b"x", "")])):
         with pytest.raises(NotFound) as caught:
             call()
         assert "bob" not in str(caught.value) and str(secret) not in str(caught.value)
-    assert store.messages(alice, bob_inbox) == [] and store.count(alice, bob_inbox) == 0
+    assert store.messages(alice, bob_inbox) == []
     assert store.search(alice, "secret") == [] and store.search(alice, "secret", bob_inbox) == []
     assert [f.name for f in store.folders(alice)] == [INBOX]
     with pytest.raises(NotFound):
@@ -100,7 +86,7 @@ def test_a_user_reaches_nothing_of_another_users_mail(store):
     assert store.delete_messages(alice, [secret]) == 0
     assert store.move_messages(alice, [secret], alice_inbox) == 0
     assert store.message(bob, secret).folder_id == bob_inbox
-    assert store.count(bob, bob_inbox) == 1
+    assert count(store, bob, bob_inbox) == 1
 
 
 def test_the_database_refuses_a_message_in_another_users_folder(store):

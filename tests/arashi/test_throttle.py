@@ -36,3 +36,13 @@ def test_memory_is_bounded():
     for i in range(100):
         t.failed(f"u{i}", "10.0.0.1")
     assert len(t._failures) <= 10
+
+
+def test_a_long_siege_stays_at_the_ceiling():
+    """Failures keep counting past the ceiling (concurrent attempts all pass ``wait`` before
+    any fails); the delay must stay at the ceiling, not overflow a float and fail every login
+    of that account from then on."""
+    t = LoginThrottle(clock=lambda: 0.0)
+    for _ in range(1100):
+        t.failed("alice", "10.0.0.1")
+    assert t.wait("alice", "10.0.0.2") == 300.0

@@ -28,6 +28,10 @@ HOSTILE = (b"From: Mallory <m@evil.test>\r\nSubject: <script>alert(1)</script>\r
            b"<a href=\"javascript:alert(4)\">x</a><img src=x onerror=alert(5)>\r\n--b--\r\n")
 
 
+# a From field that makes the email package's own parser raise (Python 3.11 to 3.13)
+TRIPPING = b"From: Trudy <t@[evil.test>\r\nSubject: trips the parser\r\n\r\nstill here\r\n"
+
+
 def mail(subject: str, sender: str = "a@x.test", date: str = "Mon, 1 Jan 2024 10:00:00 +0000",
          body: str = "hello") -> bytes:
     return (f"From: {sender}\r\nSubject: {subject}\r\nDate: {date}\r\n\r\n{body}\r\n").encode()
@@ -58,7 +62,8 @@ def site(request, tmp_path_factory):
             (mail(f"note {i:02d}", sender=f"s{(7 * i) % 23:02d}@x.test",
                   date=f"Mon, {1 + i % 28} Jan 2024 {i % 24:02d}:00:00 +0000"), "")
             for i in range(23)])
-        store.add_folder(alice, "Archive")
+        archive = store.add_folder(alice, "Archive")
+        store.add_messages(alice, archive, [(TRIPPING, "")])
         store.deliver([alice], HOSTILE)
         store.deliver([alice], with_attachment())
         bob_secret = store.deliver([bob], mail("bob's secret plan", body="do not tell"))[0]
@@ -71,6 +76,13 @@ def site(request, tmp_path_factory):
         store.pool.close()
     with serving(data, url=url) as server:
         yield server, (data, url), ids
+
+
+def found(server, client, query: str, subject: str) -> str:
+    """The id of the message with ``subject`` (as the page writes it) that a search for
+    ``query`` lists first."""
+    page = get(client, server.url + "/search", params={"q": query}).text
+    return re.search(rf'<a href="/message/(\d+)">{re.escape(subject)}', page).group(1)
 
 
 def inbox_page(server, client, ids, query=""):
@@ -96,6 +108,9 @@ def test_login_logout_and_pages_need_a_session(site):
     raw = post(requests.Session(), server.url + "/login",
                {"name": "alice", "password": "alice-pw"}).headers["set-cookie"]
     assert "HttpOnly" in raw and "SameSite=Lax" in raw
+    # no Max-Age: the browser keeps the key while it runs, the server decides how long it is
+    # good for (8 h after its last use), so a session in use does not end 8 h after login
+    assert "Max-Age" not in raw and "Expires" not in raw
     folders = get(client, server.url + "/folders")
     assert folders.status_code == 200 and "INBOX" in folders.text and "Archive" in folders.text
     token = csrf(folders.text)
@@ -104,6 +119,20 @@ def test_login_logout_and_pages_need_a_session(site):
     old = cookie.value
     again = get(requests.Session(), server.url + "/folders", cookies={"arashi_session": old})
     assert again.status_code == 303 and again.headers["location"] == "/login"
+
+
+def test_a_login_posted_from_another_site_is_refused(site):
+    """Login CSRF: another site's page must not log the visitor in (to an account of the
+    attacker's); a browser says where a request comes from in Sec-Fetch-Site."""
+    server, _, _ = site
+    form = {"name": "alice", "password": "alice-pw"}
+    for where in ("cross-site", "same-site"):
+        r = post(requests.Session(), server.url + "/login", form,
+                 headers={"Sec-Fetch-Site": where})
+        assert r.status_code == 403 and "set-cookie" not in r.headers, where
+    r = post(requests.Session(), server.url + "/login", form,
+             headers={"Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 303 and "arashi_session=" in r.headers["set-cookie"]
 
 
 def test_a_session_expires(site):
@@ -255,8 +284,7 @@ def test_another_users_ids_are_not_found(site):
 def test_hostile_mail_is_rendered_inert(site):
     server, _, _ids = site
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "mallory"}).text
-    mid = re.search(r'<a href="/message/(\d+)">&lt;script', found).group(1)
+    mid = found(server, client, "mallory", "&lt;script")
     page = get(client, f"{server.url}/message/{mid}")
     assert page.status_code == 200
     text = page.text
@@ -271,11 +299,19 @@ def test_hostile_mail_is_rendered_inert(site):
     assert "&lt;script&gt;x&lt;/script&gt;" in text
 
 
+def test_mail_the_header_parser_trips_over_is_listed_and_shown(site):
+    server, _, _ = site
+    client = log_in(server, "alice", "alice-pw")
+    mid = found(server, client, "trudy", "trips the parser")
+    page = get(client, f"{server.url}/message/{mid}")
+    assert page.status_code == 200 and "still here" in page.text
+    assert "Trudy &lt;t@[evil.test&gt;" in page.text
+
+
 def test_attachments_download_intact_with_their_type(site):
     server, _, _ = site
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "report"}).text
-    mid = re.search(r'<a href="/message/(\d+)">report attached', found).group(1)
+    mid = found(server, client, "report", "report attached")
     page = get(client, f"{server.url}/message/{mid}").text
     links = dict(re.findall(r'<a href="(/message/\d+/part/\d+)" download>([^<]+)</a>', page))
     assert sorted(links.values()) == ["evil.html", "report.pdf"]
@@ -300,6 +336,16 @@ def test_unknown_paths_and_the_root(site):
     assert get(client, server.url + "/style.css").headers["content-type"].startswith("text/css")
 
 
+def test_too_many_fields_are_a_bad_request_not_a_server_error(site):
+    server, _, _ = site
+    client = log_in(server, "alice", "alice-pw")
+    r = get(client, server.url + "/folders?" + "&".join(f"f{i}=x" for i in range(60)))
+    assert r.status_code == 400
+    token = csrf(get(client, server.url + "/folders").text)
+    r = post(client, server.url + "/act", [("csrf", token), *[("id", "1")] * 3000])
+    assert r.status_code == 400
+
+
 def test_mail_arriving_by_smtp_is_read_on_the_web(site):
     import smtplib
     server, _, _ = site
@@ -309,8 +355,7 @@ def test_mail_arriving_by_smtp_is_read_on_the_web(site):
                       b"Content-Type: text/plain; charset=x-no-such-charset\r\n\r\n"
                       b"caf\xe9 see https://example.org/page.\r\n")
     client = log_in(server, "alice", "alice-pw")
-    found = get(client, server.url + "/search", params={"q": "fresh"}).text
-    mid = re.search(r'<a href="/message/(\d+)">fresh off the wire', found).group(1)
+    mid = found(server, client, "fresh", "fresh off the wire")
     text = get(client, f"{server.url}/message/{mid}").text
     assert "unknown charset" in text
     assert '<a href="https://example.org/page" rel="noopener noreferrer nofollow">' in text

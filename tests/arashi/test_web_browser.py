@@ -8,7 +8,7 @@ import pytest
 
 from arashi.store import INBOX
 
-from tests.helpers.arashi_env import new_store
+from tests.helpers.arashi_env import count, new_store
 from tests.helpers.arashi_web import serving
 from tests.helpers.chromium import CHROMIUM, SKIP_REASON, Browser
 
@@ -58,6 +58,6 @@ def test_a_session_through_the_pages(tmp_path):
             browser.close()
     store = new_store(data)
     try:
-        assert store.count(alice, inbox) == 1 and store.count(alice, archive) == 1
+        assert count(store, alice, inbox) == 1 and count(store, alice, archive) == 1
     finally:
         store.pool.close()

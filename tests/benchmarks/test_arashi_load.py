@@ -1,16 +1,15 @@
 """The Arashi load generator's quick mode: a small data directory, a real ``arashi serve``, a
 few emulated users that log in, list, read, refile and delete through the pages' own links;
-its report and both figures are written. Then the same on a throwaway PostgreSQL server
+its report and both figures are written. Then the same on the tests' throwaway PostgreSQL server
 (``--backend postgresql``), skipped, saying why, where one cannot start."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from benchmarks.arashi_load import MARKOV, TEMPLATE, Page, make_data, measure, plot, report
+
+from tests.helpers.postgres import server
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -47,14 +46,9 @@ def test_a_quick_run_follows_the_pages_and_writes_the_report(tmp_path: Path):
 
 
 def test_a_quick_run_on_postgresql(tmp_path: Path):
-    try:
-        from benchmarks.pg_server import PgServer
-        pg = PgServer()
-    except (ImportError, RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"PostgreSQL load run not tested: cannot start a PostgreSQL server: {exc}")
-    with pg:
-        assert make_data(tmp_path, 2, 40, url=pg.new_database(TEMPLATE)) >= 6
-        r = dict(measure(tmp_path, 4, 2, 0.5, 1.5, pg=pg), run=1)
+    pg = server()                       # the tests' PostgreSQL server (skips where none starts)
+    assert make_data(tmp_path, 2, 40, url=pg.new_database(TEMPLATE)) >= 6
+    r = dict(measure(tmp_path, 4, 2, 0.5, 1.5, pg=pg), run=1)
     assert r["requests"] > 10 and not r["errors"], r
     assert {"login", "folders", "messages", "show"} <= set(r["types"]), r["types"]
     text = report([r], {"accounts": 2, "messages": 40, "seconds": 1.5, "warmup": 0.5,

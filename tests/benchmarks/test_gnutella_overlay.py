@@ -40,7 +40,8 @@ def check(result: dict) -> None:
     assert ok_result(result), text
     assert result["connections_closed"] == 0, text
     for r in result["reach"]:
-        assert r["duplicates_dropped"] == r["duplicates_expected"], text
+        fewer = r["duplicates_expected"] - r["duplicates_dropped"]   # spent first copies
+        assert 0 <= fewer <= r["expired"], text
     assert result["pongs"]["pongs_each_once"], text
 
 

@@ -101,7 +101,8 @@ def test_help_shows_every_option():
                           text=True, timeout=WAIT)
     assert done.returncode == 0
     for option in ("--bind", "--peer", "--hostcache", "--max-connections", "--query-delay-ms",
-                   "--status", "--router-threads", "--max-pending", "--handshake-timeout",
+                   "--status", "--router-threads", "--max-pending", "--max-forward",
+                   "--handshake-timeout",
                    "--profile", "--profile-interval"):
         assert option in done.stdout
 
@@ -113,6 +114,7 @@ def test_help_shows_every_option():
     (["--peer", "10.0.0.1:0"], 2, "the port is a number from 1 to 65535"),
     (["--max-connections", "0"], 2, "'0' is not a whole number >= 1"),
     (["--query-delay-ms", "soon"], 2, "'soon' is not a whole number >= 0"),
+    (["--max-forward", "0"], 2, "'0' is not a whole number >= 1"),
     (["--handshake-timeout", "-1"], 2, "'-1' is not a number of seconds > 0"),
     (["--hostcache", "/no/such/dir/hosts"], 2, "hostcache: cannot write in /no/such/dir"),
     (["--profile", "/no/such/dir/p.jsonl"], 1, "cannot write the profile /no/such/dir"),

@@ -12,6 +12,7 @@ from gnutella.descriptors import (
     QHD,
     QUERY,
     QUERY_HIT,
+    Bye,
     Ping,
     Pong,
     Push,
@@ -21,6 +22,7 @@ from gnutella.descriptors import (
     Result,
     UnknownDescriptor,
     encode,
+    encode_bye,
     encode_ping,
     encode_pong,
     encode_push,
@@ -33,6 +35,7 @@ from gnutella.extensions import GGEPExtension, parse_ggep, split_extensions
 from gnutella.parser import DescriptorParser
 
 from tests.helpers.gnutella_spec import (
+    BYE_RAW,
     GUID,
     H_DATA,
     HIT_RAW,
@@ -133,7 +136,18 @@ def test_push():
     assert parse_ggep(d.ggep)[0] == [GGEPExtension("PSH", b"")]
 
 
-@pytest.mark.parametrize("ptype", [0x02, 0x30, 0x31, 0x32, 0xCD, 0xFF])
+def test_bye_says_its_code_and_reason_without_the_headers():
+    d = parse_one(BYE_RAW)
+    assert type(d) is Bye
+    assert (d.code, d.message, d.ttl, d.hops) == (403, "Relayed 12 high TTL (>10) messages", 1, 0)
+
+
+def test_a_bye_too_short_for_its_code_is_refused():
+    with pytest.raises(ProtocolError, match="Bye payload of 1 bytes"):
+        DescriptorParser().feed(header(0x02, 1, 0, 1) + b"\x00")
+
+
+@pytest.mark.parametrize("ptype", [0x30, 0x31, 0x32, 0xCD, 0xFF])
 def test_unknown_types_pass_as_unknown(ptype):
     payload = b"vendor \x00\xff data"
     d = parse_one(header(ptype, 1, 6, len(payload)) + payload)
@@ -159,6 +173,13 @@ def test_encoders_build_the_spec_bytes():
     assert encode_push(SERVENT, 5, "127.0.0.1", 6346, ggep=PUSH_PAYLOAD[26:], guid=GUID, ttl=3,
                        hops=4) == PUSH_RAW
     assert encode(0x31, b"abc", guid=GUID, ttl=1) == header(0x31, 1, 0, 3) + b"abc"
+
+
+def test_encode_bye_as_the_receiver_insists():
+    raw = encode_bye(200, "Servent shutdown")
+    d = parse_one(raw)
+    assert (d.code, d.message, d.ttl, d.hops) == (200, "Servent shutdown", 1, 0)
+    assert raw[23:] == b"\xc8\x00Servent shutdown\x00"
 
 
 def test_encode_query_legacy_speed():

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from gnutella.errors import ProtocolError
-from gnutella.headers import PeerInfo, block_end, format_block, parse_block, parse_hosts
+from gnutella.headers import (
+    PeerInfo,
+    block_end,
+    format_block,
+    parse_block,
+    parse_hosts,
+    ultrapeer_headers,
+)
 
 
 @pytest.mark.parametrize("block", [
@@ -72,6 +79,14 @@ def test_peer_info():
     assert peer.listen_ip == ("1.2.3.4", 6346) and peer.remote_ip == "9.8.7.6"
     assert peer.accepts_deflate and peer.content_encoding == "deflate"
     assert peer.x_try == [("5.5.5.5", 1)] and peer.x_try_ultrapeers == [("6.6.6.6", 2)]
+    assert not peer.bye and PeerInfo("0.6", {"bye-packet": "0.1"}).bye
+
+
+def test_ultrapeer_headers_as_leaves_want_them():
+    headers = dict(ultrapeer_headers(degree=32, max_ttl=4))
+    assert headers == {"X-Query-Routing": "0.1", "X-Ultrapeer-Query-Routing": "0.1",
+                       "X-Degree": "32", "X-Max-TTL": "4", "X-Dynamic-Querying": "0.1",
+                       "GGEP": "0.5", "Bye-Packet": "0.1"}
 
 
 def test_peer_info_of_a_plain_servent():
@@ -88,5 +103,6 @@ def test_peer_info_odd_values():
     assert peer.ultrapeer is True and not peer.leaf
     assert peer.listen_ip == ("1.1.1.1", 7)
     assert peer.content_encoding is None
+    assert PeerInfo("0.6", {"node": "2.2.2.2:6346"}).listen_ip == ("2.2.2.2", 6346)   # gtkg
     assert PeerInfo("0.6", {"x-ultrapeer": "maybe"}).ultrapeer is None
     assert PeerInfo("0.6", {"listen-ip": "1.1.1.1"}).listen_ip is None

@@ -8,9 +8,12 @@ first, that descriptor went nowhere.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from gnutella.descriptors import (
+    BYE,
     PING,
     PONG,
     PUSH,
@@ -26,8 +29,11 @@ from gnutella.descriptors import (
     encode_query_hit,
     new_guid,
 )
-from gnutella.events import ROUTER
+from gnutella.events import ROUTER, SERVER
 
+from tests.helpers import qrp
+from tests.helpers.gnutella_spec import BYE_RAW
+from tests.helpers.net import until
 from tests.helpers.servent import Servent, handler_stats, running
 
 SERVENT_ID = bytes(range(0xA0, 0xB0))
@@ -114,6 +120,7 @@ def test_a_push_follows_the_path_of_the_query_hit_that_named_its_servent(router)
     assert (got.payload_type, got.servent_id, got.file_index, got.port) == (
         PUSH, SERVENT_ID, 7, 6699)
     assert got.ggep == b"\xc3\x83PSH\x40" and (got.ttl, got.hops) == (6, 1)
+    a.send(push)                                           # the same push again: not twice
     a.send(encode_push(bytes(16), 1, "10.0.0.1", 6699))    # a servent nobody answered for
     sentinel(a, b, c)
 
@@ -156,7 +163,7 @@ def test_ttl_is_spent_hop_by_hop_and_capped(router):
 def test_leaves_get_queries_not_pings(router):
     _, address = router
     up1, up2 = join(address, 2)
-    [leaf] = join(address, 1, leaf=True)
+    [leaf] = join(address, 1, leaf=True)                # it sends its route table as it joins
     ping = encode_ping(ttl=3)
     up1.send(ping)
     assert up1.next().payload_type == PONG          # ours
@@ -172,14 +179,75 @@ def test_leaves_get_queries_not_pings(router):
     assert up1.next().guid == leaf_ping[:16]        # and asks its ultrapeers on
 
 
+def test_a_leaf_gets_no_query_until_it_sends_a_route_table(router):
+    rt, address = router
+    [up] = join(address, 1)
+    silent, asking = (Servent.connect(address, leaf=True) for _ in range(2))
+    silent.handshake()
+    silent.send(encode_ping(ttl=1))
+    assert silent.next().payload_type == PONG            # a neighbour now, without a table
+    asking.join()                                        # sends its table as it joins
+    query = encode_query("for the leaves that asked", ttl=3)
+    up.send(query)
+    assert asking.next().guid == query[:16]
+    silent.send(qrp.reset())                             # asks now: an empty table will do
+    sentinel(silent, up, asking)                         # which the other leaf gets too
+    up.send(query := encode_query("now both", ttl=3))
+    assert silent.next().guid == asking.next().guid == query[:16]
+    assert handler_stats(rt, SERVER)["connections"]["searched"] == 2
+    silent.close(), asking.close()
+
+
 def test_unknown_descriptors_are_dropped_and_the_connection_stays(router):
     rt, address = router
     a, b = join(address, 2)
     vendor = encode(0x31, b"LIME\x0a\x00\x02\x00" + b"\x00" * 8, ttl=1)   # messages supported
-    qrp = encode(0x30, b"\x00" + b"\x00" * 5, ttl=1)                     # a route table reset
-    a.send(vendor, qrp)
+    hsep = encode(0xCD, bytes(24), ttl=1)                                 # horizon size
+    a.send(vendor, hsep, qrp.reset())                   # a table from an ultrapeer: no effect
     sentinel(a, b)
-    assert handler_stats(rt, ROUTER)["dropped"]["unknown"] == 2
+    dropped = handler_stats(rt, ROUTER)["dropped"]
+    assert (dropped["unknown"], dropped["route table"]) == (2, 1)
+
+
+def test_a_bye_closes_its_connection_and_says_why_in_the_log(router, caplog):
+    caplog.set_level(logging.INFO, logger="gnutella")
+    rt, address = router
+    a, b = join(address, 2)
+    a.send(BYE_RAW)                                     # as gtk-gnutella says goodbye
+    assert a.closed_by_router()
+    a.close()                                           # as it would: our close is complete
+    assert "says Bye: 403 Relayed 12 high TTL (>10) messages" in caplog.text
+    until(lambda: handler_stats(rt, SERVER)["closed"], lambda c: c == {"bye from peer": 1})
+    with Servent.connect(address) as later:
+        later.join()
+        query = encode_query("the others still talk", ttl=3)
+        b.send(query)
+        assert later.next().guid == query[:16]
+
+
+def test_a_bye_that_claims_to_have_travelled_is_no_bye(router):
+    rt, address = router
+    a, b = join(address, 2)
+    a.send(encode(BYE, b"\xc8\x00bye\x00", ttl=1, hops=1))
+    sentinel(a, b)                                      # a is still connected and routed
+    assert handler_stats(rt, ROUTER)["dropped"]["unknown"] == 1
+
+
+def test_only_query_hits_may_be_larger_than_max_forward():
+    with running(max_forward=100) as (rt, service):
+        a, b = join(service.address, 2)
+        big = encode_query("q" * 200, ttl=3)
+        a.send(big, encode_ping(ggep=bytes(120), ttl=3))
+        sentinel(a, b)
+        assert handler_stats(rt, ROUTER)["dropped"]["too large"] == 2
+        query = encode_query("small", ttl=3)
+        a.send(query)
+        assert b.next().guid == query[:16]
+        hit = encode_query_hit(query[:16], 6346, "10.0.0.3", 10, [Result(7, 1, "h" * 300)],
+                               SERVENT_ID)
+        b.send(hit)
+        assert a.next().guid == query[:16]
+        a.close(), b.close()
 
 
 @pytest.mark.parametrize("version, deflate", [("0.4", False), ("0.6", False), ("0.6", True)])

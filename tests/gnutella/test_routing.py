@@ -3,6 +3,8 @@ tables that forget within their bounds."""
 
 from __future__ import annotations
 
+import pytest
+
 from gnutella.routing import LOCAL, PING, PONG, PUSH, QUERY, QUERY_HIT, Drop, Forward, Routes, Seen
 
 
@@ -46,7 +48,15 @@ def test_a_push_follows_the_query_hit_of_its_servent():
     r.route("a", QUERY, guid(2), 7, 0, 0.0)
     r.route("c", QUERY_HIT, guid(2), 7, 0, 0.0, servent=b"S" * 16)
     assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"S" * 16) == Forward("c", 6, 1)
-    assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"T" * 16) == Drop("no route")
+    assert r.route("a", PUSH, guid(8), 7, 0, 1.0, servent=b"T" * 16) == Drop("no route")
+
+
+def test_a_push_goes_once_however_often_it_comes():
+    r, _ = routes()
+    r.route("a", QUERY, guid(2), 7, 0, 0.0)
+    r.route("c", QUERY_HIT, guid(2), 7, 0, 0.0, servent=b"S" * 16)
+    assert r.route("a", PUSH, guid(9), 7, 0, 1.0, servent=b"S" * 16) == Forward("c", 6, 1)
+    assert r.route("b", PUSH, guid(9), 6, 1, 1.0, servent=b"S" * 16) == Drop("duplicate")
 
 
 def test_a_route_through_a_closed_connection_is_a_dead_end():
@@ -62,6 +72,20 @@ def test_ttl_runs_out_and_claims_beyond_the_cap_are_trimmed():
     assert r.route("a", PING, guid(1), 1, 3, 0.0) == Drop("duplicate")
     assert r.route("a", QUERY, guid(2), 50, 2, 0.0) == Forward(None, 4, 3)   # trimmed to 7 - 2
     assert r.route("a", QUERY, guid(3), 3, 9, 0.0) == Drop("expired")    # already past the cap
+
+
+@pytest.mark.parametrize("kind", [PING, QUERY])
+def test_a_copy_that_can_still_travel_goes_on_once_after_a_first_that_arrived_spent(kind):
+    """The first copy came the long way round (TTL spent: it went nowhere); the copy that took
+    the short way, held up on it, still has TTL to reach the servents beyond: it goes on, once."""
+    r, _ = routes()
+    assert r.route("long", kind, guid(1), 1, 6, 0.0) == Drop("expired")
+    assert r.route("long2", kind, guid(1), 1, 6, 0.0) == Drop("duplicate")   # also spent
+    assert r.route("short", kind, guid(1), 3, 2, 0.0) == Forward(None, 2, 3)
+    assert r.route("short2", kind, guid(1), 3, 2, 0.0) == Drop("duplicate")  # once only
+    # a first copy that went on is never followed by another
+    assert r.route("a", kind, guid(2), 2, 1, 0.0) == Forward(None, 1, 2)
+    assert r.route("b", kind, guid(2), 5, 1, 0.0) == Drop("duplicate")
 
 
 def test_answers_to_our_own_pings_and_queries_come_to_us():

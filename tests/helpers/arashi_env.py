@@ -28,6 +28,20 @@ def new_store(data: Path, url: str | None = None) -> MailStore:
     return MailStore(pool)
 
 
+def add_users(data: Path, url: str | None = None, **passwords: str) -> dict[str, int]:
+    """A migrated store in ``data`` (or at ``url``) with these users; their ids."""
+    store = new_store(data, url)
+    try:
+        return {name: store.add_user(name, pw) for name, pw in passwords.items()}
+    finally:
+        store.pool.close()
+
+
+def count(store: MailStore, user: int, folder: int) -> int:
+    """How many messages the user's folder holds, as the folder list says."""
+    return next(f.count for f in store.folders(user) if f.id == folder)
+
+
 @contextmanager
 def running(data: Path, url: str | None = None, **options: object) -> Iterator[Service]:
     """The mail-in service on a free loopback port, over ``data`` (or the database at ``url``),

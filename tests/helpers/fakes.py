@@ -16,7 +16,7 @@ class FakePool:
         self.busy = 0.0              # seconds its threads spent in batches
         self.grow_on_stall = True
 
-    def limit(self, cap: int) -> None:
+    def limit(self, cap: int, start: bool = False) -> None:
         self.cap = cap
 
     def thread_count(self) -> int:
@@ -24,6 +24,8 @@ class FakePool:
 
     def concurrency(self) -> int:
         return self.size
+
+    started_count = property(thread_count)
 
     def cpu_time(self) -> float:
         return self.cpu

@@ -3,7 +3,7 @@ v0.6" (section 2.2), so that the tests of the parser do not depend on the encode
 
 from __future__ import annotations
 
-from gnutella.descriptors import PING, PONG, PUSH, QUERY, QUERY_HIT
+from gnutella.descriptors import BYE, PING, PONG, PUSH, QUERY, QUERY_HIT
 
 GUID = bytes(range(0x10, 0x20))
 SERVENT = bytes(range(0xA0, 0xB0))
@@ -42,9 +42,15 @@ PUSH_PAYLOAD = (SERVENT + b"\x05\x00\x00\x00"   # file index 5
                 b"\xca\x18"                     # port 6346
                 b"\xc3\x83PSH\x40")             # GGEP "PSH", empty
 
+# A Bye as gtk-gnutella sends one when it kicks a peer (nodes.c, node_bye_v): the code (403)
+# little-endian, the reason, a CRLF and headers, the NUL
+BYE_PAYLOAD = (b"\x93\x01" b"Relayed 12 high TTL (>10) messages\r\n"
+               b"Server: gtk-gnutella/1.2.2 (2022-02-25)\r\n\r\n\x00")
+
 PING_RAW = header(PING, 7, 0, 0)
 PING_GGEP_RAW = header(PING, 1, 0, len(PING_GGEP)) + PING_GGEP
 PONG_RAW = header(PONG, 6, 1, len(PONG_PAYLOAD)) + PONG_PAYLOAD
 QUERY_RAW = header(QUERY, 5, 2, len(QUERY_PAYLOAD)) + QUERY_PAYLOAD
 HIT_RAW = header(QUERY_HIT, 4, 3, len(HIT_PAYLOAD)) + HIT_PAYLOAD
 PUSH_RAW = header(PUSH, 3, 4, len(PUSH_PAYLOAD)) + PUSH_PAYLOAD
+BYE_RAW = header(BYE, 1, 0, len(BYE_PAYLOAD)) + BYE_PAYLOAD

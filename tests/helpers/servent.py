@@ -4,7 +4,8 @@ this process (``running``).
 
 Nothing here sleeps to wait: every read has a timeout, and ``join`` returns only once the
 router has registered the servent (it has answered the servent's ping of TTL 1, which no one
-else sees).
+else sees). A leaf joins as real leaves do, with its query routing table first: an ultrapeer
+sends queries only to leaves that sent one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from gnutella.options import Options
 from gnutella.parser import DescriptorParser
 from gnutella.service import Service, build
 
+from tests.helpers import qrp
+
 WAIT = 10.0                   # the longest any test waits for anything; normally milliseconds
 
 
@@ -29,9 +32,11 @@ class Servent:
     """One end of a Gnutella connection. Make one with ``connect`` (to the router) or
     ``accept`` (the router dialed us); then ``handshake``, ``send`` and ``next``."""
 
-    def __init__(self, sock: socket.socket, handshake: Connector | Acceptor) -> None:
+    def __init__(self, sock: socket.socket, handshake: Connector | Acceptor | None,
+                 leaf: bool = False) -> None:
         self.sock = sock
         self.handshaking = handshake
+        self.leaf = leaf
         self.parser = DescriptorParser()
         self.inflater: Inflater | None = None
         self.deflater: Deflater | None = None
@@ -49,7 +54,19 @@ class Servent:
         sock.connect(address)
         settings = Settings(user_agent="test-servent/1", ultrapeer=not leaf, deflate=deflate,
                             listen_ip=listen)
-        return cls(sock, Connector(settings, version=version))
+        return cls(sock, Connector(settings, version=version), leaf=leaf)
+
+    @classmethod
+    def shaken(cls, sock: socket.socket, *, deflate_in: bool, deflate_out: bool,
+               extra: bytes = b"", leaf: bool = False) -> Servent:
+        """A servent on ``sock`` whose handshake was made by hand, byte for byte (the client
+        profiles of ``tests/helpers/gtk_gnutella.py`` and ``limewire.py``); ``extra``: what
+        came after it."""
+        servent = cls(sock, None, leaf=leaf)
+        servent.inflater = Inflater() if deflate_in else None
+        servent.deflater = Deflater() if deflate_out else None
+        servent._feed(extra)
+        return servent
 
     @classmethod
     def accept(cls, listener: socket.socket, *, deflate: bool = False) -> Servent:
@@ -63,6 +80,7 @@ class Servent:
         """Run the handshake to its end; as the accepting side, ``refuse`` answers 503 with
         these hosts in X-Try instead of accepting."""
         hs = self.handshaking
+        assert hs is not None, "this servent's handshake was made by hand"
         events = deque(hs.start() if isinstance(hs, Connector) else [])
         while True:
             while events:
@@ -91,6 +109,8 @@ class Servent:
         (which goes no further) once we are its neighbour."""
         done = self.handshake()
         assert isinstance(done, Established), done
+        if self.leaf:
+            self.send(qrp.reset(), qrp.patch())
         ping = encode_ping(ttl=1)
         self.send(ping)
         pong = self.next()

@@ -1,5 +1,6 @@
 """Which layer may import which (docs/architecture.md, "Layers"): checked over the import
-graph of the sources, so that a dependency on a layer above is a failing test, not a habit."""
+graph of the sources, so that a dependency on a layer above is a failing test, not a habit.
+Services import seda's public packages only, and of Haboob the package's exports only."""
 
 from __future__ import annotations
 
@@ -83,6 +84,32 @@ def test_services_import_only_seda_public_packages():
                 if target.split(".")[0] == "seda" and target not in PUBLIC:
                     wrong.append(f"{path.relative_to(SRC)}:{line}: {target}")
     assert not wrong, "\n".join(wrong)
+
+
+def haboob_reaches(src: Path, services: tuple[str, ...] = ("gnutella", "arashi")) -> list[str]:
+    """Imports of Haboob's modules by the other services: they may import the package
+    ``haboob`` only, whose ``__all__`` is its API for services built on it."""
+    wrong = []
+    for service in services:
+        for path in sorted((src / service).rglob("*.py")):
+            for line, target in imports(path, src):
+                if target.startswith("haboob."):
+                    wrong.append(f"{path.relative_to(src)}:{line}: {target}")
+    return wrong
+
+
+def test_services_import_only_haboobs_public_api():
+    wrong = haboob_reaches(SRC)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_reach_into_haboobs_modules_is_seen(tmp_path):
+    (tmp_path / "arashi").mkdir()
+    (tmp_path / "arashi" / "router.py").write_text("from haboob import classifier\n"
+                                                   "from haboob.server import CLASSES\n"
+                                                   "import haboob.supervisor\n")
+    assert haboob_reaches(tmp_path, ("arashi",)) == [
+        "arashi/router.py:2: haboob.server", "arashi/router.py:3: haboob.supervisor"]
 
 
 def test_the_checker_sees_a_violation(tmp_path):

@@ -30,10 +30,12 @@ class ThreadPoolController(Controller):
 
     The pool starts threads when events wait and its threads are held up (no event taken and
     little CPU used for 5 ms), up to its cap; a thread idle for ``idle_timeout`` seconds exits
-    (down to ``min``). Every ``period`` the controller measures ``cpu``: the CPU seconds per
-    second the pool's threads used, batches still in progress included; ``compute``: that CPU
-    per second the threads spent in batches (near 0 for handlers that wait, near 1 or more for
-    handlers that compute); and ``process``: the cores the whole process used.
+    (down to ``min``). Every ``period`` the controller measures ``busy``: the threads in
+    batches on average, which by Little's law is the arrival rate times the service time;
+    ``cpu``: the CPU seconds per second the pool's threads used, batches still in progress
+    included; ``compute``: that CPU per second the threads spent in batches (near 0 for
+    handlers that wait, near 1 or more for handlers that compute); and ``process``: the cores
+    the whole process used.
 
     - While the process keeps a core busy (``saturated``, 0.9) and the handlers compute, another
       thread can only add contention for the GIL: the cap halves each period down to ``min``,
@@ -50,12 +52,19 @@ class ThreadPoolController(Controller):
     A lower cap never stops a thread in a batch: threads above it finish, park, and exit once
     idle. Periods with no backlog or with waiting handlers say nothing about what threads add
     (throughput then follows the arrivals or the handlers' waits): they are not compared.
+
+    ``thesis=True`` is the thesis's controller alone, for comparison: the pool starts at ``min``
+    threads, no stall starts one, and each period in which more than ``queue_threshold`` events
+    wait adds one (with thrashing detection as configured). It gives a stage the threads that
+    keep up with the arrivals, Little's law's number, while events queue behind the threads
+    that are held up; the default also keeps them from waiting.
     """
 
     def __init__(self, min: int = 1, max: int = 20, period: float = 1.0,
                  queue_threshold: int = 100, idle_timeout: float = 5.0,
                  thrash_detect: bool = True, smoothing: float = 0.7, margin: float = 0.2,
                  remove: int = 4, cpu_bound: float = 0.5, saturated: float = 0.9,
+                 thesis: bool = False,
                  rng: random.Random | None = None,
                  process_clock: Callable[[], float] = time.process_time) -> None:
         if not 1 <= min <= max:
@@ -66,8 +75,10 @@ class ThreadPoolController(Controller):
         self.queue_threshold, self.idle_timeout = queue_threshold, idle_timeout
         self.thrash_detect, self.smoothing, self.margin = thrash_detect, smoothing, margin
         self.remove, self.cpu_bound, self.saturated = remove, cpu_bound, saturated
+        self.thesis = thesis
         self.process_clock = process_clock       # CPU seconds of the whole process
         self.rng = rng or random.Random()
+        self.busy = 0.0                          # threads in batches on average last period
         self.cpu = 0.0                           # cores the handlers kept busy last period
         self.compute = 0.0                       # the pool's CPU seconds per second in batches
         self.process = 0.0                       # cores the whole process used last period
@@ -85,7 +96,8 @@ class ThreadPoolController(Controller):
         # the runtime gives a controller of threads to thread pools only (see add_stage)
         pool = self._pool = cast("ThreadPool", stage.manager)
         pool.min_size, pool.idle_timeout = self.min, self.idle_timeout
-        pool.limit(self.max)
+        pool.grow_on_stall = not self.thesis
+        pool.limit(self.min if self.thesis else self.max)
 
     @property
     def size(self) -> int:
@@ -103,11 +115,15 @@ class ThreadPoolController(Controller):
         elapsed = now - last[0]
         self.cpu = (sample[2] - last[2]) / elapsed
         busy = sample[3] - last[3]
+        self.busy = busy / elapsed
         if busy > 0.01 * elapsed:              # (else the pool was idle: nothing to learn)
             self.compute = (sample[2] - last[2]) / busy
             # a stall of threads that compute is a wait for the GIL: no thread would help
-            pool.grow_on_stall = self.compute < _COMPUTING
+            pool.grow_on_stall = self.compute < _COMPUTING and not self.thesis
         self.process = (sample[4] - last[4]) / elapsed
+        if self.thesis:
+            self._thesis_rule((sample[1] - last[1]) / elapsed)
+            return
         if self.process >= self.saturated and self.compute >= _COMPUTING:
             # The process keeps its one GIL busy and these handlers compute rather than wait:
             # another thread adds contention, not capacity (a WSGI hello world ran 30 % slower
@@ -129,6 +145,17 @@ class ThreadPoolController(Controller):
         if pool.cap < self.max:
             pool.limit(pool.cap + 1)
 
+    def _thesis_rule(self, rate: float) -> None:
+        """One thread more while the queue is past its threshold, unless that is thrashing."""
+        pool = self._pool
+        assert self.stage is not None
+        if len(self.stage.sink) <= self.queue_threshold:
+            return
+        if self.thrash_detect and self._thrashing(rate):
+            return
+        if pool.cap < self.max:
+            pool.limit(pool.cap + 1, start=True)
+
     def _thrashing(self, rate: float) -> bool:
         """Update the throughput estimate; True if the cap was just reset."""
         if self.throughput is None:
@@ -146,7 +173,9 @@ class ThreadPoolController(Controller):
 
     def state(self) -> dict[str, Any]:
         return {"threads": self._pool.thread_count(), "cap": self._pool.cap,
-                "max": self.max, "cpu": self.cpu, "cpu_bound": self.cpu >= self.cpu_bound,
+                "busy": self.busy, "max": self.max,
+                "started": self._pool.started_count, "cpu": self.cpu,
+                "cpu_bound": self.cpu >= self.cpu_bound,
                 "throughput": self.throughput or 0.0, "best": self.best,
                 "best_size": self.best_size, "resets": self.resets, "compute": self.compute,
-                "process": self.process, "contended": self.contended}
+                "process": self.process, "contended": self.contended, "thesis": self.thesis}

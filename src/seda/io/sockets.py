@@ -62,12 +62,20 @@ def _size(item: Any) -> int:
 
 
 class Connection:
-    """One TCP connection; ``enqueue`` data to send it. Safe to use from any thread."""
+    """One TCP connection; ``enqueue`` data to send it, from any thread.
+
+    The bytes waiting in memory (``pending``) are counted in two halves that no two threads
+    write: ``queued``, added by the producers, and ``written``, what the write stage has handed
+    to the kernel (net of file pieces it read into memory), on the loop thread. One shared
+    count would lose updates when a producer thread and the loop thread change it at once (a
+    ``+=`` is a read and a write), and drift until the bound closed a connection that was
+    keeping up, or never closed one that was not. Producers that enqueue to one connection from
+    several threads at once take turns (a lock of their own), since ``queued`` is theirs."""
 
     __slots__ = (
         "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
         "closing", "connected", "data", "fd", "half_close", "lingering", "max_pending", "out",
-        "overflow", "owner", "peer", "pending", "scheduled", "sock", "tls", "unsent",
+        "overflow", "owner", "peer", "queued", "scheduled", "sock", "tls", "unsent", "written",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Sink, peer: Any,
@@ -78,7 +86,8 @@ class Connection:
         self.sock, self.fd, self.owner, self.peer = sock, sock.fileno(), owner, peer
         self.out: deque[Any] = deque()     # items waiting for the write stage
         self.scheduled = False             # queued at the write stage
-        self.pending = 0                   # bytes in memory not yet taken by the kernel
+        self.queued = 0                    # bytes enqueued (producers)
+        self.written = 0                   # bytes of those the kernel took (loop thread)
         self.max_pending, self.overflow = max_pending, overflow
         # (callback, low water): when_drained
         self._drained: tuple[Callable[[], None], int] | None = None
@@ -111,9 +120,9 @@ class Connection:
         if self.closing:
             raise StageClosedError(f"{self!r} is closed")
         size = len(item) if type(item) is bytes else _size(item)
-        if self.max_pending is not None and self.pending > self.max_pending:
+        if self.max_pending is not None and self.queued - self.written > self.max_pending:
             self._overflow()
-        self.pending += size
+        self.queued += size
         self.out.append(item)
         if not self.scheduled:
             self.scheduled = True
@@ -124,9 +133,9 @@ class Connection:
         items = list(items)
         if self.closing:
             raise StageClosedError(f"{self!r} is closed")
-        if self.max_pending is not None and self.pending > self.max_pending:
+        if self.max_pending is not None and self.queued - self.written > self.max_pending:
             self._overflow()
-        self.pending += sum(map(_size, items))
+        self.queued += sum(map(_size, items))
         self.out.extend(items)
         self._schedule()
 
@@ -145,6 +154,11 @@ class Connection:
 
     def __len__(self) -> int:
         return len(self.out)
+
+    @property
+    def pending(self) -> int:
+        """Bytes in memory not yet taken by the kernel (files being sent weigh nothing)."""
+        return self.queued - self.written
 
     def when_drained(self, callback: Callable[[], None], low: int = 0) -> None:
         """Call ``callback()`` on the loop thread once no more than ``low`` bytes wait in memory
@@ -284,7 +298,7 @@ class Connection:
                 elif isinstance(item, Send):
                     self._completions.append((item.done, item.tag))
                     item = item.data
-                self.pending -= len(item)
+                self.written += len(item)
                 chunks.append(item)
                 size += len(item)
                 if size >= SEND_SIZE:
@@ -309,7 +323,7 @@ class Connection:
         piece = os.pread(seg.fd, min(seg.count, READ_SIZE), seg.offset)
         if not piece:
             raise OSError(errno.EIO, "file ended before the segment did")
-        self.pending += len(piece)
+        self.written -= len(piece)
         if len(piece) < seg.count:
             self.out.appendleft(FileSegment(seg.fd, seg.offset + len(piece),
                                             seg.count - len(piece), seg.done, seg.tag))
@@ -326,7 +340,7 @@ class Connection:
             n = 0
         if n < len(data):
             self._buffer = memoryview(data)[n:]
-            self.pending += len(data) - n
+            self.written -= len(data) - n
             self._watch_writes(True)
             return False
         return True
@@ -344,7 +358,7 @@ class Connection:
                     buf.count -= n
             else:
                 n = self.sock.send(buf)
-                self.pending -= n
+                self.written += n
                 if n < len(buf):
                     self._buffer = buf[n:]
                     self._watch_writes(True)

@@ -65,7 +65,29 @@ def test_the_cap_returns_to_max_once_the_handlers_wait_again():
     assert stage.manager.cap == 20 and ctl.best == 0   # and the old best is forgotten
 
 
-@pytest.mark.parametrize("bad", [dict(min=0), dict(min=5, max=4), dict(period=0)])
+def test_the_threads_busy_on_average_are_littles_law():
+    """Threads in batches per second = arrivals x service time: 100 events/s of 31 ms each."""
+    stage = FakeStage()
+    ctl = ThreadPoolController(rng=random.Random(1))
+    ctl.attach(stage)
+    drive(ctl, stage, [100, 100], queue=0, cpu=0.1, busy=3.1)
+    assert ctl.state()["busy"] == pytest.approx(3.1)
+
+
+def test_the_thesis_rule_alone_adds_a_thread_a_period_while_the_queue_is_long():
+    stage = FakeStage()
+    ctl = ThreadPoolController(thesis=True, rng=random.Random(1))
+    ctl.attach(stage)
+    assert stage.manager.cap == 1 and not stage.manager.grow_on_stall
+    # handlers that wait (0.1 cores) and a rising throughput: one thread more per period while
+    # over 100 events wait, none once the queue is short
+    assert drive(ctl, stage, [100, 200, 300], queue=500, cpu=0.1) == [2, 3, 4]
+    assert drive(ctl, stage, [300, 300], queue=50, cpu=0.1) == [4, 4]
+    assert not stage.manager.grow_on_stall and ctl.state()["thesis"]
+
+
+@pytest.mark.parametrize("bad", [dict(min=0), dict(min=5, max=4), dict(period=0),
+])
 def test_thread_pool_controller_rejects_bad_bounds(bad):
     with pytest.raises(ValueError):
         ThreadPoolController(**bad)
@@ -202,6 +224,21 @@ def test_a_throughput_drop_of_handlers_that_wait_stops_no_thread(rt):
         assert ctl.resets == 0 and ctl.state()["cpu"] < 0.5
         assert stage.manager.cap == 6 and stage.manager.thread_count() == 6
         assert held.inside == 6
+    finally:
+        for ev in events:
+            ev.set()
+    held.wait_for(lambda: held.done == len(events))
+
+
+def test_the_thesis_rule_starts_its_thread_at_once_and_no_stall_starts_one(rt):
+    ctl = ThreadPoolController(thesis=True, max=6, queue_threshold=2, period=3600)
+    held, stage, events = held_stage(rt, ctl)
+    try:
+        held.wait_for(lambda: held.inside == 1)
+        ctl.tick(0.0)
+        ctl.tick(1.0)                                 # 99 events wait behind one held thread
+        held.wait_for(lambda: held.inside == 2)
+        assert stage.manager.thread_count() == 2
     finally:
         for ev in events:
             ev.set()

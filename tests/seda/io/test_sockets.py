@@ -157,6 +157,39 @@ def test_a_slow_peer_cannot_make_memory_grow(rt, overflow, error):
             assert isinstance(seen.wait(2)[1], Closed)
 
 
+def test_bytes_pending_stay_exact_while_producer_threads_and_the_loop_change_them(rt):
+    """Producers (taking turns, as the contract asks) enqueue from two threads while the loop
+    thread writes: once everything is read, nothing is pending. One shared count updated by
+    both sides loses updates (a read and a write each), the more often the more the threads
+    switch, and the bound then drifts."""
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    turns, count, item = threading.Lock(), 20_000, b"y" * 100
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                         # switch threads as often as can be
+    try:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            conn = seen.wait(1)[0].conn
+
+            def produce() -> None:
+                for _ in range(count):
+                    with turns:
+                        conn.enqueue(item)
+
+            threads = [threading.Thread(target=produce) for _ in range(2)]
+            for t in threads:
+                t.start()
+            got = recv_exactly(c, 2 * count * len(item))
+            for t in threads:
+                t.join(WAIT)
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(got) == 2 * count * len(item)
+    assert conn.pending == 0
+
+
 def test_an_item_is_never_refused_for_its_own_size_and_files_weigh_nothing(rt, tmp_path):
     """The threshold bounds what piles up behind a slow peer; one large response (a 5 MB body,
     a 50 MB file going out with sendfile) is not what it protects against."""
