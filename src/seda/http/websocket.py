@@ -79,6 +79,7 @@ class WebSocket:
         self.parts: list[Any] = []             # the message being read, piece by piece
         self.size = 0
         self.waiting: asyncio.Future[None] | None = None    # receive() waiting
+        self.sending: asyncio.Future[None] | None = None    # send() waiting for the socket
         self.sent = self.confirmed = 0         # bytes written; of those, known to have left
         self.denial: Response | None = None    # websocket.http.response, being written
 
@@ -222,8 +223,11 @@ class WebSocket:
             self._wake()
 
     def _wake(self) -> None:
-        if self.waiting is not None and not self.waiting.done():
-            self.waiting.set_result(None)
+        """News for a receive() waiting; and, once closed, for a send() waiting."""
+        if self.waiting is not None:
+            _resolve(self.waiting)
+        if self.sending is not None and self.state is CLOSED:
+            _resolve(self.sending)
 
     def _write(self, data: bytes, close: bool = False) -> None:
         self.sent += len(data)
@@ -266,6 +270,8 @@ class WebSocket:
             self._write(self.ws.send(Message(data=payload)))
             if self.sent - self.confirmed > OUTPUT_LIMIT:
                 await self._drained()
+                if self.state is CLOSED:
+                    raise ClientDisconnected(f"the WebSocket closed ({self.close[0]})")
         elif kind == "websocket.close":
             if state is CONNECTING:            # refused before the handshake: 403 (ASGI)
                 self.state = CLOSED
@@ -306,14 +312,17 @@ class WebSocket:
     async def _drained(self) -> None:
         """Until what was written so far has (all but OUTPUT_LIMIT // 2 of it) left."""
         future: asyncio.Future[None] = self.loop.create_future()
-        sent = self.sent
+        self.sending, sent = future, self.sent
 
         def drained() -> None:                   # on the server's loop thread
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(_resolve, future)
 
         self.req.connection.when_drained(drained)   # type: ignore[attr-defined]
-        await future
+        try:
+            await future
+        finally:
+            self.sending = None
         self.confirmed = sent
 
     # -- the application ---------------------------------------------------------------------------

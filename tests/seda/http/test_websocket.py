@@ -5,6 +5,7 @@ limit, refusals before the handshake, and a server that stops."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import urllib.request
 
@@ -12,7 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from seda.http import Limits, mount_asgi, serve
+from seda.http import Limits, mount_asgi, serve, websocket
 
 from tests.helpers import WAIT
 from tests.helpers.net import until
@@ -179,3 +180,33 @@ def test_a_plain_http_request_still_reaches_an_asgi_application(rt):
 
     url = run(rt, app).replace("ws://", "http://")
     assert urllib.request.urlopen(url, timeout=WAIT).read() == b"http"
+
+
+def test_a_send_waiting_for_a_client_that_goes_away_raises(rt, monkeypatch):
+    raised, done, waiting = [], threading.Event(), threading.Event()
+    drained = websocket.WebSocket._drained
+
+    async def noting(self):                         # the application's send now waits
+        waiting.set()
+        await drained(self)
+
+    monkeypatch.setattr(websocket.WebSocket, "_drained", noting)
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        try:
+            for _ in range(10_000):                    # 640 MB, if nobody stopped it
+                await send({"type": "websocket.send", "bytes": b"x" * 65536})
+        except OSError as exc:
+            raised.append(exc)
+        done.set()
+
+    port = int(run(rt, app).rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 101")
+        assert waiting.wait(WAIT)                      # behind us: we read nothing more
+    assert done.wait(WAIT) and len(raised) == 1
