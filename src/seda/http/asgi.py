@@ -4,11 +4,12 @@ HttpRequest events by the HTTP server stage as a WSGI application is (wsgi.py).
 Each request is a task on the stage's event loop. ``receive()`` gives the body as it arrives:
 one ``http.request`` for a body that came with its request, pieces of a large or chunked one
 with the backpressure ``wsgi.input`` has (past 256 KB unread the connection stops reading);
-then ``http.disconnect`` once the response is complete or the client has gone. ``send()``
-never waits for the socket: a whole response travels back to the connection through the HTTP
-stage's queue, a streamed one through a ``StreamBody``, and ``send`` waits only while more
-than 256 KB of it wait for a slow client. After the client has gone, ``send`` raises
-``ClientDisconnected``, an OSError (ASGI spec 2.4).
+then ``http.disconnect`` once the response is complete or the client has gone (closed the
+connection, or stopped sending, as uvicorn takes it). ``send()`` never waits for the socket:
+a whole response travels back to the connection through the HTTP stage's queue, a streamed
+one through a ``StreamBody``, and ``send`` waits only while more than 256 KB of it wait for a
+slow client. Once the connection is lost, a streamed ``send`` raises ``ClientDisconnected``,
+an OSError (ASGI spec 2.4); a client that only stopped sending still gets its answer.
 
 Trailers are declined politely: the extension is not offered, and an application that sends
 them anyway has its response end with its last body, the trailers dropped.
@@ -159,8 +160,8 @@ class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
     __slots__ = ("body_error", "body_given", "complete", "counted", "gone", "handler",
-                 "head_only", "headers", "length", "loop", "receiving", "req", "sending",
-                 "status", "stream")
+                 "head_only", "headers", "length", "loop", "receiving", "req", "status",
+                 "stream")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -175,9 +176,7 @@ class _Exchange:
         self.gone = False                      # the client has closed or stopped sending
         self.body_given = False                # the request body has been given whole
         self.body_error: BodyError | None = None
-        # what a receive() and a send() wait for (an application may do both at once)
-        self.receiving: asyncio.Future[None] | None = None
-        self.sending: asyncio.Future[None] | None = None
+        self.receiving: asyncio.Future[None] | None = None    # what a receive() waits for
 
     # -- the connection's news (loop thread of the server, then here) ------------------------
 
@@ -190,9 +189,8 @@ class _Exchange:
             self.gone = True
             if not self.complete:
                 self.handler.counts["disconnects"] += 1
-        for future in (self.receiving, self.sending):
-            if future is not None:
-                _resolve(future)
+        if self.receiving is not None:         # (a send waits for the socket, not for this)
+            _resolve(self.receiving)
 
     async def _wait_to_receive(self, arm: Callable[[Callable[[], None]], None]) -> None:
         """Until ``arm``'s callback is called from another thread, the client goes or (body
@@ -205,13 +203,10 @@ class _Exchange:
             self.receiving = None
 
     async def _wait_to_send(self, stream: StreamBody) -> None:
-        """Until the stream takes more, or the client goes."""
-        future = self.sending = self.loop.create_future()
+        """Until the stream takes more, or the connection is lost."""
+        future: asyncio.Future[None] = self.loop.create_future()
         stream.when_writable(_wake(self.loop, future))
-        try:
-            await future
-        finally:
-            self.sending = None
+        await future
 
     # -- receive -------------------------------------------------------------------------------
 
@@ -247,14 +242,10 @@ class _Exchange:
         if self.status is None:
             if kind != "http.response.start":
                 raise RuntimeError(f"expected ASGI message 'http.response.start', got {kind!r}")
-            if self.gone:
-                raise ClientDisconnected("the client has gone")
             self._start(message)
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
-            if self.gone:
-                raise ClientDisconnected("the client has gone")
             await self._body(message.get("body", b""), message.get("more_body", False))
         elif kind != "http.response.trailers":  # (trailers: declined, see the module)
             raise RuntimeError(f"unexpected ASGI message {kind!r} after the response")
@@ -298,7 +289,7 @@ class _Exchange:
             self._completed()
         elif not room:                         # a slow client: wait until the socket drains
             await self._wait_to_send(stream)
-            if self.gone:
+            if stream.gone:
                 raise ClientDisconnected("the client has gone")
 
     def _finish(self, body: bytes) -> None:

@@ -307,3 +307,17 @@ def test_without_wsproto_an_upgrade_is_served_as_http(rt, monkeypatch):
                                          "Sec-WebSocket-Version": "13",
                                          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
     assert (r.status, data) == (200, b"http")
+
+
+def test_a_client_that_only_stopped_sending_is_told_and_still_gets_its_answer(rt):
+    """A half-close is a disconnect to the application (as uvicorn takes it), but Haboob
+    answers half-closed clients: what the application sends all the same goes out."""
+    async def app(scope, receive, send):
+        await read_body(receive)
+        told = (await receive())["type"]              # waits for the end of input
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": told.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"!"})
+
+    out = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")    # then shuts its side
+    assert out.startswith(b"HTTP/1.1 200") and b"http.disconnect" in out and b"!" in out
