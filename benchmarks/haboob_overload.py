@@ -2,11 +2,14 @@
 5 ms of CPU per request, open-loop Poisson arrivals at half its capacity, then 4x its capacity,
 then half again. With ``--target-p90 100`` admitted requests should keep p90 <= 300 ms with
 goodput >= 60 % of capacity, and the rest get immediate 503s. The same spike on Haboob without
-admission control and on gunicorn (one sync worker) for contrast.
+admission control and on gunicorn (one sync worker) for contrast. With ``--asgi``, the same
+on an ASGI application burning its 5 ms on the event loop (issue 19): Haboob with and without
+admission control beside uvicorn, which has none.
 
-    python -m benchmarks.haboob_overload [--spike 30] [--calm 10]
+    python -m benchmarks.haboob_overload [--spike 30] [--calm 10] [--asgi]
 
-Servers on core 0, the load generator on core 1. Writes docs/results/haboob_overload.md.
+Servers on core 0, the load generator on core 1. Writes docs/results/haboob_overload.md
+(haboob_overload_asgi.md with --asgi).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from benchmarks.results import result_path
 from benchmarks.serving import free_port, server
 
 APP = "benchmarks.wsgi_apps:burn"
+ASGI_APP = "benchmarks.asgi_apps:burn"
 
 
 def servers(port: int, target_ms: float) -> dict[str, list[str]]:
@@ -35,6 +39,18 @@ def servers(port: int, target_ms: float) -> dict[str, list[str]]:
     return out
 
 
+def asgi_servers(port: int, target_ms: float) -> dict[str, list[str]]:
+    haboob = [sys.executable, "-m", "haboob", ASGI_APP, "--bind", f"127.0.0.1:{port}"]
+    out = {f"haboob --target-p90 {target_ms:g}": [*haboob, "--target-p90", str(target_ms)],
+           "haboob (no admission control)": haboob}
+    if importlib.util.find_spec("uvicorn") is not None:      # the bench extra has it
+        out["uvicorn (uvloop, httptools)"] = [
+            sys.executable, "-m", "uvicorn", ASGI_APP, "--host", "127.0.0.1", "--port",
+            str(port), "--loop", "uvloop", "--http", "httptools", "--backlog", "2048",
+            "--no-access-log", "--log-level", "warning"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spike", type=float, default=30.0, help="seconds at 4x capacity")
@@ -42,12 +58,15 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=100.0)
     parser.add_argument("--factor", type=float, default=4.0)
     parser.add_argument("--only", help="run only the servers whose name contains this")
+    parser.add_argument("--asgi", action="store_true",
+                        help="an ASGI application, Haboob beside uvicorn")
     args = parser.parse_args()
     os.sched_setaffinity(0, {1})
     port = free_port()
     rows = []
     capacity = None
-    for name, cmd in servers(port, args.target_ms).items():
+    commands = (asgi_servers if args.asgi else servers)(port, args.target_ms)
+    for name, cmd in commands.items():
         if args.only and args.only not in name:
             continue
         with server(cmd, port):
@@ -72,12 +91,13 @@ def main() -> None:
     table = ("| server | phase | p90 ms (2xx) | max ms (2xx) | goodput / C | 503s | "
              "503 p90 ms | other errors |\n|---|---|---:|---:|---:|---:|---:|---:|\n" +
              "\n".join(rows))
-    text = (f"# Haboob under a {args.factor:g}x spike\n\nApplication: 5 ms of CPU per "
+    kind = "An ASGI application" if args.asgi else "A WSGI application"
+    text = (f"# Haboob under a {args.factor:g}x spike\n\n{kind}: 5 ms of CPU per "
             f"request, capacity C = {capacity:.0f} req/s (measured on Haboob, 4 clients, "
             f"no think time). Open-loop Poisson arrivals: {args.calm:g} s at 0.5C, "
             f"{args.spike:g} s at {args.factor:g}C, {args.calm:g} s at 0.5C. Target p90 "
             f"{args.target_ms:g} ms. Server on core 0, load generator on core 1.\n\n{table}\n")
-    result_path("haboob_overload.md").write_text(text)
+    result_path("haboob_overload_asgi.md" if args.asgi else "haboob_overload.md").write_text(text)
     print(text)
 
 

@@ -1,4 +1,4 @@
-"""The ``haboob`` command: serve static files and WSGI applications on the SEDA runtime."""
+"""The ``haboob`` command: serve static files, WSGI and ASGI applications on the SEDA runtime."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import seda
 from seda import ConfigError
+from seda.http import LifespanFailed
 from seda.status import served_at
 
 from .access_log import Reopen
@@ -24,6 +25,7 @@ from .supervisor import Supervisor, reserve, say
 EXAMPLES = """examples:
   haboob --root ./public                       static files on 127.0.0.1:8000
   haboob myproject.wsgi:application            a WSGI application at /
+  haboob main:app                              an ASGI one (FastAPI, Starlette, Django's asgi)
   haboob myapp:app --root ./static             files that exist win, the app gets the rest
   haboob --root site --mount /api=api:app --bind 0.0.0.0:8080
   haboob myapp:app --workers 4 --target-p90 100   4 processes, p90 held near 100 ms
@@ -69,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line: one option per setting (``settings.SETTINGS``), nothing defaulted
     here, so that what was not given is left to the config file, then to ``Options``."""
     cli = argparse.ArgumentParser(
-        prog="haboob", description="Haboob: the SEDA web server, static files and WSGI.",
+        prog="haboob",
+        description="Haboob: the SEDA web server, static files, WSGI and ASGI applications.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS)
     cli.add_argument("--config", metavar="FILE",
@@ -132,7 +135,13 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
         rt.stop()
         say(f"cannot listen on {hostport(options.host, options.port)}: {exc.strerror}")
         return 1
-    rt.start()
+    try:
+        rt.start()
+    except RuntimeError as exc:             # an application's startup failed: say what it said
+        if not isinstance(exc.__cause__, LifespanFailed):
+            raise
+        say(f"application startup failed: {exc.__cause__}")
+        return 1
     try:
         if worker:
             os.write(ready_fd, b"1")

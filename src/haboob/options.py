@@ -16,6 +16,9 @@ from seda.http import Limits
 from .cache import POLICIES
 from .tls import tls_context
 
+INTERFACES = ("auto", "asgi", "wsgi")
+LIFESPANS = ("auto", "on", "off")     # seda.http.AsgiHandler's, as uvicorn's --lifespan
+
 
 @dataclass(frozen=True)
 class Options:
@@ -26,7 +29,11 @@ class Options:
     root: str | None = None             # serve static files from this directory
     host: str = "127.0.0.1"
     port: int = 8000
-    apps: list[tuple[str, Callable]] = field(default_factory=list)   # (prefix, WSGI app)
+    apps: list[tuple[str, Callable]] = field(default_factory=list)   # (prefix, application)
+    interface: str = "auto"             # what the applications are: wsgi, asgi, or told apart
+    tasks: int = 1000                   # most requests in flight per ASGI application
+    lifespan: str = "auto"              # ASGI lifespan: auto, on or off (as uvicorn's)
+    ws_max_size: int = 16 * 2**20       # the largest WebSocket message an ASGI app receives
     workers: int = 1                    # processes sharing the port (haboob.supervisor)
     cache_bytes: int = 200 * 2**20
     cache_policy: str = "lru"
@@ -55,6 +62,10 @@ class Options:
         check_whole(self, "port", 0, 65535)
         check_whole(self, "workers", 1)
         check_whole(self, "threads", 1)
+        check_whole(self, "tasks", 1)
+        check_whole(self, "ws_max_size", 1)
+        check(self, "interface", self.interface in INTERFACES, f"one of {', '.join(INTERFACES)}")
+        check(self, "lifespan", self.lifespan in LIFESPANS, f"one of {', '.join(LIFESPANS)}")
         check_whole(self, "cache_bytes", 0)
         check_whole(self, "max_entry", 0)
         check(self, "cache_policy", self.cache_policy in POLICIES,
@@ -75,7 +86,7 @@ class Options:
         seen = set()
         for entry in self.apps:
             check(self, "apps", isinstance(entry, tuple) and len(entry) == 2,
-                   "a list of (prefix, WSGI application) pairs")
+                   "a list of (prefix, application) pairs")
             prefix, app = entry
             check(self, "apps", isinstance(prefix, str) and prefix.startswith("/"),
                    "prefixes that start with /")
@@ -84,7 +95,7 @@ class Options:
             seen.add(prefix)
             if not callable(app):
                 raise ConfigError(f"apps: the application at {prefix!r} is not callable, so "
-                                  f"not a WSGI application: {app!r}")
+                                  f"neither a WSGI nor an ASGI application: {app!r}")
         if self.root is None and not self.apps:
             raise ConfigError("nothing to serve: give a root directory (--root) or an "
                               "application (APP or --mount; apps= in Python)")

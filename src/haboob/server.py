@@ -1,8 +1,9 @@
 """Haboob's stages (thesis 6.1, Fig. 36): HttpRecv dispatches, PageCache answers from memory,
-CacheMiss reads from disk, and each WSGI application runs in a stage of its own.
+CacheMiss reads from disk, and each WSGI or ASGI application runs in a stage of its own.
 
     http (seda.http) -> haboob.recv -> haboob.cache -> haboob.miss (pool)
-                                  \\-> one stage per mounted application (pool)
+                                  \\-> one stage per mounted application (a pool for WSGI,
+                                      an asyncio loop for ASGI)
 
 Only the PageCache stage touches the cache: CacheMiss sends what it loaded back as an event.
 """
@@ -23,7 +24,9 @@ from seda.http import (
     Prepared,
     ReadyAnswer,
     Response,
+    is_asgi,
     mount,
+    mount_asgi,
     prepare_head,
     responses,
     serve,
@@ -395,14 +398,31 @@ class Closer(seda.EventHandler):
             os.close(ev.tag)
 
 
+def asgi(app: Any, interface: str) -> bool:
+    """Whether to serve ``app`` as ASGI: as ``interface`` says, or (auto) as uvicorn tells."""
+    return interface == "asgi" or (interface == "auto" and is_asgi(app))
+
+
+def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -> Any:
+    """The stage of one application, WSGI on a thread pool or ASGI on an asyncio loop, with
+    the same admission; returns its sink."""
+    name = f"haboob.app{i}:{prefix}"
+    if asgi(app, options.interface):
+        return mount_asgi(rt, app, name=name, root_path=prefix, tasks=options.tasks,
+                          predicate=admission(options), server_name=options.host,
+                          server_port=options.port, lifespan=options.lifespan,
+                          ws_max_size=options.ws_max_size)
+    return mount(rt, app, name=name, script_name=prefix,
+                 threads=ThreadPoolController(max=options.threads, queue_threshold=4),
+                 predicate=admission(options), server_name=options.host,
+                 server_port=options.port, underscore_headers=options.underscore_headers)
+
+
 def build(rt: seda.Runtime, options: Options) -> Any:
     """Add Haboob's stages to ``rt`` and listen; returns the listener."""
     routes, fallback = [], None
     for i, (prefix, app) in enumerate(options.apps):
-        sink = mount(rt, app, name=f"haboob.app{i}:{prefix}", script_name=prefix,
-                     threads=ThreadPoolController(max=options.threads, queue_threshold=4),
-                     predicate=admission(options), server_name=options.host,
-                     server_port=options.port, underscore_headers=options.underscore_headers)
+        sink = add_app(rt, i, prefix, app, options)
         routes.append((prefix, sink))
         if prefix == "/":
             fallback = sink

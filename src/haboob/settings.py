@@ -50,19 +50,29 @@ def _default(name: str, unit: bool = False) -> str:
 
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
-    Setting("app", text, "WSGI application at /, as module:attribute", "APP"),
+    Setting("app", text, "WSGI or ASGI application at /, as module:attribute", "APP"),
     Setting("root", text, "serve static files from this directory", "DIR"),
     Setting("bind", address, f"listen on this address (default {Options.host}:{Options.port})",
             "HOST:PORT"),
-    Setting("mount", mount, "another WSGI application at PREFIX (repeatable)", "PREFIX=APP",
+    Setting("mount", mount, "another application at PREFIX (repeatable)", "PREFIX=APP",
             many=True),
+    Setting("interface", text, "what the applications are: wsgi, asgi, or auto (default: "
+            "ASGI if the application is a coroutine function or its __call__ is one, as "
+            "uvicorn tells)", "KIND"),
     Setting("cache_mb", megabytes,
             f"page cache budget, MB (default {Options.cache_bytes // 2**20})", "MB"),
     Setting("cache_policy", text,
             f"page cache replacement: lru, lfu or gds (default {Options.cache_policy})",
             "POLICY"),
-    Setting("threads", whole, f"most threads per application and for disk reads "
+    Setting("threads", whole, f"most threads per WSGI application and for disk reads "
             f"(default {Options.threads})", "N"),
+    Setting("tasks", whole, "most requests in flight per ASGI application; more wait in its "
+            f"queue (default {Options.tasks})", "N"),
+    Setting("lifespan", text, "an ASGI application's lifespan: on, off, or auto (default: run "
+            "it, and serve without it an application that does not support it)", "MODE"),
+    Setting("ws_max_size", size, "the largest WebSocket message an ASGI application receives; "
+            "a larger one closes the WebSocket with 1009 "
+            f"(default {Options.ws_max_size // 2**20}M)", "SIZE"),
     Setting("access_log", text, "log requests here ('-': stdout)", "FILE"),
     Setting("certfile", text, "serve HTTPS with this certificate chain (PEM)", "FILE"),
     Setting("keyfile", text, "the certificate's private key (PEM)", "FILE"),
@@ -177,7 +187,7 @@ def to_options(values: dict[str, Any], **fields: Any) -> Options:
 
 
 def load_app(ref: str, setting: str) -> Callable:
-    """``module:attribute`` -> a WSGI application, with the working directory importable (as
+    """``module:attribute`` -> an application, with the working directory importable (as
     uvicorn and gunicorn do); ``ConfigError`` naming the ``setting`` if it cannot be."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -186,5 +196,6 @@ def load_app(ref: str, setting: str) -> Callable:
     except seda.ImportObjectError as exc:
         raise ConfigError(f"{setting}: cannot load the application: {exc}") from None
     if not callable(app):
-        raise ConfigError(f"{setting}: {ref} is not callable, so not a WSGI application")
+        raise ConfigError(f"{setting}: {ref} is not callable, so neither a WSGI nor an ASGI "
+                          "application")
     return app

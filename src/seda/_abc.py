@@ -22,10 +22,11 @@ class ThreadManager(Protocol):
     """Who runs one stage's handler, and on which threads. It drains the stage's queue (it
     plugs its own ``put`` into the stage's sink) and reports on itself."""
 
-    #: "threads", "loop" or "processes": shown by ``Runtime.stats()``.
+    #: "threads", "loop", "processes" or "asyncio": shown by ``Runtime.stats()``.
     kind: ClassVar[str]
-    #: Whether the handler runs in this process: its ``init`` and ``destroy`` are the
-    #: runtime's to call (a process pool calls them in its children).
+    #: Whether the handler's ``init`` and ``destroy`` are the runtime's to call, on its own
+    #: thread; if not, the manager calls them where the handler runs (a process pool in its
+    #: children, an asyncio stage on its loop).
     local: ClassVar[bool]
 
     def start(self) -> None:
@@ -43,6 +44,11 @@ class ThreadManager(Protocol):
 
     def thread_count(self) -> int:
         """Threads (or processes) running the handler now."""
+
+    def concurrency(self) -> float:
+        """Events the handler serves at once: the threads or processes running it; on an
+        asyncio stage, as many tasks as overlap, measured. Response-time controllers turn
+        service time into capacity with it."""
 
     def idle(self) -> bool:
         """Nothing queued and no batch in hand."""

@@ -115,6 +115,9 @@ class LoopStage:
     def thread_count(self) -> int:
         return 1
 
+    def concurrency(self) -> int:
+        return 1
+
     def idle(self) -> bool:
         return not self.items and not self.loop.busy
 

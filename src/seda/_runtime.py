@@ -10,6 +10,7 @@ from os import PathLike
 from typing import Any
 
 from ._abc import Controller, StageQueue
+from ._asyncio import AsyncioStage, LoopFactory
 from ._control import ControlThread
 from ._loop import EventLoop, LoopStage
 from ._processes import ProcessPool
@@ -74,6 +75,8 @@ class Runtime:
         key: Callable[[Any], Any] | None = None,
         processes: int | None = None,
         queue: StageQueue | None = None,
+        tasks: int | None = None,
+        loop_factory: LoopFactory | None = None,
     ) -> Stage:
         """Create a stage. Where its handler runs:
 
@@ -82,6 +85,9 @@ class Runtime:
         - ``processes=N``: N worker processes (events and outgoing enqueues are pickled);
         - ``queue=``: ``threads`` threads draining a queue outside the process, which makes its
           own thread manager (``seda.cluster.RedisQueue``: a stream shared by many machines).
+        - ``tasks=N``: an asyncio event loop on a thread of its own (``loop_factory()``'s;
+          uvloop's where installed), each event a task of the handler's ``async def
+          handle_event``, at most N at once; its init and destroy run there too.
 
         ``key=fn``: events with equal ``fn(ev)`` are handled one at a time, in arrival order.
         ``threads``, ``batch`` and ``predicate`` take a constant or a controller from
@@ -108,6 +114,10 @@ class Runtime:
             raise ValueError(f"stage {name!r}: batch must be an integer >= 1, got {batch!r}")
         if getattr(handler, "single_threaded", False) and (threads != 1 or thread_ctl):
             raise ValueError(f"stage {name!r}: the handler is single-threaded, threads={threads}")
+        if tasks is not None and (not blocking or processes is not None or key is not None
+                                  or threads != 1 or thread_ctl is not None or queue is not None):
+            raise ValueError(f"stage {name!r}: an asyncio stage (tasks=) runs on a thread of its "
+                             "own; it takes neither threads, blocking, processes, key nor queue")
         if not blocking and (threads != 1 or processes is not None):
             raise ValueError(f"stage {name!r}: a non-blocking stage runs on the shared event-loop "
                              "thread; it takes neither threads nor processes")
@@ -122,6 +132,8 @@ class Runtime:
             stage = Stage(name, handler, self, batch, dict(params or {}))
             if queue is not None:
                 stage.manager = queue.manager(stage, threads, key)
+            elif tasks is not None:
+                stage.manager = AsyncioStage(stage, tasks, loop_factory)
             elif processes is not None:
                 stage.manager = ProcessPool(stage, processes, key)
             elif blocking:

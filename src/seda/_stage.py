@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,15 +20,18 @@ log = logging.getLogger("seda")
 
 class EventHandler:
     """The application's logic for one stage (thesis 5.1.2). Override ``handle_event`` or
-    ``handle_events``; the runtime decides when, on which thread and with how many events."""
+    ``handle_events``; the runtime decides when, on which thread and with how many events.
+    On an asyncio stage (``tasks=N``) ``handle_event`` is a coroutine function, and ``init``
+    and ``destroy`` may be: hence their return types."""
 
     #: Set by :func:`single_threaded`: the runtime never runs two threads in this handler.
     single_threaded = False
 
-    def init(self, ctx: StageContext) -> None:
+    def init(self, ctx: StageContext) -> Awaitable[None] | None:
         """Called once before the first event; look up the sinks of other stages here."""
+        return None
 
-    def handle_event(self, ev: Any) -> None:
+    def handle_event(self, ev: Any) -> Awaitable[None] | None:
         raise NotImplementedError(f"{type(self).__name__} overrides neither handle_event "
                                   "nor handle_events")
 
@@ -37,8 +40,9 @@ class EventHandler:
         for ev in events:
             self.handle_event(ev)
 
-    def destroy(self) -> None:
+    def destroy(self) -> Awaitable[None] | None:
         """Called once after the last event, when the stage is destroyed or the runtime stops."""
+        return None
 
     def stats(self) -> dict[str, Any] | None:
         """Counters of the handler's own (JSON values), shown as ``rt.stats()[name]["handler"]``:

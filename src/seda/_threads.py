@@ -119,6 +119,9 @@ class ThreadPool:
     def thread_count(self) -> int:
         return len(self.live)
 
+    def concurrency(self) -> int:
+        return len(self.live)
+
     @property
     def started_count(self) -> int:
         """Threads started since the pool began: against ``thread_count``, the churn."""

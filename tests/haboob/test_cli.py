@@ -136,3 +136,36 @@ def test_term_lets_requests_in_flight_finish_within_the_graceful_timeout(tmp_pat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_asgi_settings(site):
+    options, _ = parse(["--root", str(site), "--interface", "asgi", "--tasks", "50",
+                        "--lifespan", "off", "--ws-max-size", "1M"])
+    assert (options.interface, options.tasks, options.lifespan) == ("asgi", 50, "off")
+    assert options.ws_max_size == 2**20
+    defaults, _ = parse(["--root", str(site)])
+    assert (defaults.interface, defaults.tasks, defaults.lifespan) == ("auto", 1000, "auto")
+    for args, message in ((["--interface", "cgi"], "one of auto, asgi, wsgi"),
+                          (["--tasks", "0"], "tasks"), (["--lifespan", "maybe"], "lifespan")):
+        done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site), *args],
+                              capture_output=True, text=True, timeout=WAIT)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+FAILING_STARTUP = textwrap.dedent("""
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            await receive()
+            await send({"type": "lifespan.startup.failed",
+                        "message": "cannot reach the database"})
+""")
+
+
+def test_a_failed_asgi_startup_stops_the_server_with_the_applications_message(tmp_path):
+    (tmp_path / "failing.py").write_text(FAILING_STARTUP)
+    done = subprocess.run([sys.executable, "-m", "haboob", "failing:app", "--bind",
+                           "127.0.0.1:0"], capture_output=True, text=True, timeout=WAIT,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "application startup failed: cannot reach the database" in done.stderr
+    assert "Traceback" not in done.stderr and "serving on" not in done.stdout

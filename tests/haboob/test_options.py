@@ -54,7 +54,7 @@ def test_types_and_ranges_are_named(site, fields, message):
     ({"apps": [("/", "myapp:app")]}, "apps: the application at '/' is not callable"),
     ({"apps": [("api", app)]}, "apps: expected prefixes that start with /"),
     ({"apps": [("/a", app), ("/a", app)]}, "apps: two applications at '/a'"),
-    ({"apps": [app]}, "apps: expected a list of (prefix, WSGI application) pairs"),
+    ({"apps": [app]}, "apps: expected a list of (prefix, application) pairs"),
     ({"root": "/no/such/directory"}, "root: '/no/such/directory' is not a directory"),
     ({"root": ".", "access_log": "/no/such/dir/access.log"},
      "access_log: cannot write the access log /no/such/dir/access.log"),

@@ -22,6 +22,9 @@ class FakePool:
     def thread_count(self) -> int:
         return self.size
 
+    def concurrency(self) -> int:
+        return self.size
+
     started_count = property(thread_count)
 
     def cpu_time(self) -> float:

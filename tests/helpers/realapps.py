@@ -1,5 +1,6 @@
 """Small Flask, Django and Falcon applications doing what real ones do with bodies, files and
-streams, for Haboob's end-to-end tests. Each endpoint answers with what it saw."""
+streams, for Haboob's end-to-end tests. Each endpoint answers with what it saw. The Django
+project serves through its ASGI handler too (``django_asgi``), with async views of its own."""
 
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ if not settings.configured:
         DATA_UPLOAD_MAX_MEMORY_SIZE=None, USE_TZ=True)
     django.setup()
 
-from django.core.wsgi import get_wsgi_application  # noqa: E402  (after settings)
+from django.core.asgi import get_asgi_application  # noqa: E402  (after settings)
+from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.http import (  # noqa: E402
     FileResponse,
     HttpResponse,
@@ -132,9 +134,32 @@ def django_file(request):
     return FileResponse(open(request.GET["path"], "rb"))
 
 
+async def django_where(request):
+    return JsonResponse({"path": request.path, "script_name": request.META["SCRIPT_NAME"],
+                         "path_info": request.path_info, "query": request.GET.get("q")})
+
+
+async def django_async_body(request):
+    return JsonResponse(digest(request.body))
+
+
+async def django_async_stream(request):
+    async def pieces():
+        for i in range(3):
+            yield f"piece {i}\n"
+    return StreamingHttpResponse(pieces(), content_type="text/plain")
+
+
 urlpatterns = [path("body", django_body), path("form", django_form), path("big", django_big),
-               path("stream", django_stream), path("file", django_file)]
+               path("stream", django_stream), path("file", django_file),
+               path("async/where", django_where), path("async/body", django_async_body),
+               path("async/stream", django_async_stream)]
 django_app = get_wsgi_application()
+
+
+def django_asgi():
+    """The same project through Django's ASGI handler (a new one per call)."""
+    return get_asgi_application()
 
 
 # -- Falcon ---------------------------------------------------------------------------------------

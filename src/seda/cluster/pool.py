@@ -181,6 +181,10 @@ class ClusterPool:
     def thread_count(self) -> int:
         return len(self.live)
 
+    def concurrency(self) -> int:
+        """Batches this node can handle at once: its threads (``ResponseTimeBound``'s capacity)."""
+        return len(self.live)
+
     def idle(self) -> bool:
         """No batch in hand here and nothing in the streams (looked at afresh: ``Runtime.stop``
         waits on this to drain). Redis out of reach counts as idle: nothing more can be done."""

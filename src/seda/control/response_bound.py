@@ -32,7 +32,9 @@ class ResponseTimeBound(Controller):
     idle stage admits): no more may wait than the stage finishes within the target.
     ``capacity`` (events/s) is measured each round as pool threads / mean service time, which
     under CPython's GIL is right for CPU-bound work (a thread's service time stretches with the
-    threads sharing the core) as for blocking work.
+    threads sharing the core) as for blocking work. On an asyncio stage the tasks that overlap
+    (measured by the stage) take the place of the threads, and ``len(queue)`` counts the tasks
+    in flight too: they wait for the loop's thread as queued events wait for a pool.
     ``share`` closes the loop on the measured p90 the way the thesis's controller tunes its
     rate: after ``nreq`` samples or ``timeout`` s, ``cur = alpha*cur + (1-alpha)*p90``,
     ``err = (cur - target)/target``; ``err > err_d``: share / ``adj_d``; ``err < err_i``:
@@ -105,7 +107,7 @@ class ResponseTimeBound(Controller):
             stage = self.stage
             assert stage is not None             # observed only while attached
             mean = sum(services) / len(services)
-            self.capacity = stage.manager.thread_count() / max(mean, 1e-6)
+            self.capacity = stage.manager.concurrency() / max(mean, 1e-6)
         idle = not self._length()
         measured = [c for c, k in self.classes.items() if k.measure(idle, self.alpha)]
         over = [c for c in measured if self.classes[c].last_err() > self.err_d]

@@ -1,20 +1,26 @@
-"""HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses, WSGI."""
+"""HTTP/1.1 on the socket layer (thesis 5.7): a server stage, requests, responses, WSGI and
+ASGI."""
 
 from . import response as responses
 from .answers import ReadyAnswer
+from .asgi import AsgiHandler, is_asgi, mount_asgi
 from .body import BodyError, BodyReader
+from .lifespan import LifespanFailed
 from .limits import Limits
 from .protocol import Logged, ServerProtocol
-from .request import HttpRequest
+from .request import ClientDisconnected, HttpRequest
 from .response import FileBody, Prepared, Response, StreamBody, prepare_head
 from .server import serve
 from .wsgi import WsgiHandler, mount
 
 __all__ = [
+    "AsgiHandler",
     "BodyError",
     "BodyReader",
+    "ClientDisconnected",
     "FileBody",
     "HttpRequest",
+    "LifespanFailed",
     "Limits",
     "Logged",
     "Prepared",
@@ -23,7 +29,9 @@ __all__ = [
     "ServerProtocol",
     "StreamBody",
     "WsgiHandler",
+    "is_asgi",
     "mount",
+    "mount_asgi",
     "prepare_head",
     "responses",
     "serve",

@@ -23,8 +23,9 @@ class BodyError(ConnectionError):
 
 class BodyReader:
     """File-like access to a body as it arrives: ``read``, ``readline``, ``readlines``,
-    iteration. ``on_drained`` is called (from the reading thread) when the stage may read the
-    socket again; the stage asks ``paused`` whether it should read now."""
+    iteration; and for a reader on an event loop, which must not block, ``read_nowait`` and
+    ``when_readable``. ``on_drained`` is called (from the reading thread) when the stage may
+    read the socket again; the stage asks ``paused`` whether it should read now."""
 
     def __init__(self, on_drained: Callable[[], None], limit: int = 256 * 1024) -> None:
         self._on_drained, self.limit = on_drained, limit
@@ -33,6 +34,7 @@ class BodyReader:
         self._want: float = 0           # bytes a blocked reader needs in the buffer
         self._done = False
         self._error: BodyError | None = None
+        self._waiter: Callable[[], None] | None = None   # when_readable's callback
         self.paused = False             # over the limit: the stage should not read
 
     # -- the HTTP stage (loop thread) -------------------------------------------------------
@@ -45,6 +47,9 @@ class BodyReader:
                 self.paused = True
             if self._want and len(buf) >= self._want:
                 self._cond.notify()
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter()
 
     def finish(self, error: BodyError | None = None) -> None:
         """The body is complete, or (``error``) it never will be."""
@@ -52,6 +57,9 @@ class BodyReader:
             self._done, self._error = True, error
             self.paused = False
             self._cond.notify()
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter()
 
     def abandon(self) -> None:
         """The application has answered without reading it all: drop what is buffered."""
@@ -62,6 +70,9 @@ class BodyReader:
                                                         "request body was read")
             self.paused = False
             self._cond.notify()
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter()
 
     # -- the application (its own thread) ---------------------------------------------------
 
@@ -117,6 +128,26 @@ class BodyReader:
             if nl >= 0:
                 return self._take(int(min(nl + 1, limit)), 0)
             return self._take(int(min(len(buf), limit)), limit)
+
+    def read_nowait(self) -> tuple[bytes, bool]:
+        """What has arrived and not been read, without waiting (``b""`` if nothing has), and
+        whether the body ends there. Raises the BodyError once a failed body is read out."""
+        with self._cond:
+            if self._error is not None and not self._buf:
+                raise self._error
+            # (asked first: _take may let go of the lock, and more come meanwhile)
+            done = self._done and self._error is None
+            return self._take(len(self._buf), 0), done
+
+    def when_readable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once, at once or from the thread that feeds the body, when
+        ``read_nowait`` has something to say: data, the end, or the error."""
+        with self._cond:
+            ready = bool(self._buf) or self._done
+            if not ready:
+                self._waiter = callback
+        if ready:
+            callback()
 
     def readlines(self, hint: int = -1) -> list[bytes]:
         """Lines until the end, or until they add up to ``hint`` bytes."""

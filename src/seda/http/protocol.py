@@ -42,7 +42,7 @@ from .body import BodyError, BodyReader
 from .chunked import ChunkError, Dechunker
 from .limits import Limits
 from .request import HttpRequest
-from .response import Answer, Piece, Response, StreamBody
+from .response import Answer, Piece, Response, StreamBody, Switch, Tunnel
 
 log = logging.getLogger("seda")
 
@@ -125,9 +125,19 @@ class Logged:
         self.time = time.time()
 
 
+class Switched:
+    """The connection now belongs to ``tunnel`` (a ``Switch`` answer went out): every byte that
+    comes from now on is the tunnel's."""
+
+    __slots__ = ("tunnel",)
+
+    def __init__(self, tunnel: Tunnel) -> None:
+        self.tunnel = tunnel
+
+
 class Unsent:
     """A response that will never be sent: whatever its body holds (a file descriptor, a
-    producer) must be let go."""
+    producer, a tunnel) must be let go."""
 
     __slots__ = ("response",)
 
@@ -157,7 +167,7 @@ class _Refuse(Exception):
 
 
 #: What the protocol's calls return, in order (see the module's docstring).
-Output: TypeAlias = "HttpRequest | Piece | Logged | Unsent | _Signal"
+Output: TypeAlias = "HttpRequest | Piece | Logged | Unsent | Switched | _Signal"
 #: An answer waiting for its turn: (response, request or None, head only, keep-alive, HTTP/1.0).
 _Entry: TypeAlias = tuple[Answer, HttpRequest | None, bool, bool, bool]
 
@@ -647,6 +657,11 @@ class ServerProtocol:
             keep = False
         elif self._request is not None and self._request.seq == seq and not self._drainable():
             keep = False
+        if type(response) is Switch:
+            if self._switchable(seq, http10):
+                return self._switch(seq, response, request)
+            self.out.append(Unsent(response))
+            response, keep = responses.bad_request("cannot switch protocols here"), False
         try:
             items, keep = response.encode(head_only, keep, http10)
         except Exception:
@@ -667,6 +682,27 @@ class ServerProtocol:
             return False
         out += items
         return self._sent(keep)
+
+    def _switchable(self, seq: int, http10: bool) -> bool:
+        """Can the answer to ``seq`` hand the connection over? Only if it is the last request
+        read, over HTTP/1.1, and nothing more has come (a client must wait for the 101)."""
+        return (seq == self.next_seq - 1 and not http10 and self.client is IDLE
+                and not self._tail and not self.stopping and seq != self.last_seq)
+
+    def _switch(self, seq: int, switch: Switch, request: HttpRequest | None) -> bool:
+        """Send the 101 and hand the connection to the tunnel: no more HTTP on it."""
+        self.stats.statuses[101] += 1
+        self.owed.pop(seq, None)
+        out = self.out
+        if self.log and request is not None:
+            out.append(Logged(request, 101, len(switch.head)))
+        out.append(switch.head)
+        out.append(Switched(switch.tunnel))
+        self.send_seq = seq + 1
+        self._client("stop")
+        self._server("close")
+        self.parser = None
+        return False
 
     def _drainable(self) -> bool:
         """The body of the request being answered is still arriving: can it be read and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .body import BodyReader
@@ -10,10 +11,16 @@ if TYPE_CHECKING:
     from .response import Answer
 
 
+class ClientDisconnected(OSError):
+    """Sending to a client that has gone (ASGI 2.4: ``send()`` after ``http.disconnect``)."""
+
+
 class Responder(Protocol):
     """Where a request's answer goes: the connection it came on (the HTTP server's)."""
 
     def respond(self, request: HttpRequest, response: Answer) -> None: ...
+
+    def watch(self, request: HttpRequest, callback: Callable[[], None] | None) -> None: ...
 
 
 class HttpRequest:
@@ -52,3 +59,10 @@ class HttpRequest:
 
     def respond(self, response: Answer) -> None:
         self.connection.respond(self, response)
+
+    def on_gone(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback()`` if the client goes away (closes the connection or stops sending)
+        while this request is being answered: at once if it has, else from the server's loop
+        thread, perhaps twice. ``None`` stops watching; a watcher must stop once answered.
+        For applications that can stop work nobody waits for (ASGI's ``http.disconnect``)."""
+        self.connection.watch(self, callback)

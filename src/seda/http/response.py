@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, final
 
 from ..io.events import FileSegment
 
@@ -32,7 +32,7 @@ _starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this s
 #: or a body still being written.
 Piece: TypeAlias = "bytes | FileSegment | StreamBody"
 #: What a request is answered with (``HttpRequest.respond``).
-Answer: TypeAlias = "Response | Prepared"
+Answer: TypeAlias = "Response | Prepared | Switch"
 #: A response's header fields: (name, value) pairs, in order.
 Headers: TypeAlias = list[tuple[str, str]]
 
@@ -204,6 +204,35 @@ class Prepared:
         return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
 
 
+class Tunnel(Protocol):
+    """What a connection switched to another protocol (a WebSocket) hands its bytes to, on the
+    server's loop thread: ``feed`` (``b""`` once the peer has stopped sending), ``lost`` once
+    the connection is gone (or will never be switched), ``stopping`` when the server stops."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def lost(self) -> None: ...
+
+    def stopping(self) -> None: ...
+
+
+@final
+class Switch:
+    """The answer that hands the connection over to another protocol: ``head`` is the whole
+    ``101 Switching Protocols`` response, and ``tunnel`` gets every byte the client sends from
+    then on. Only the last request read on an HTTP/1.1 connection can be answered so; another
+    gets 400 and the tunnel is told it is ``lost``."""
+
+    __slots__ = ("head", "tunnel")
+    status = 101
+
+    def __init__(self, head: bytes, tunnel: Tunnel) -> None:
+        self.head, self.tunnel = head, tunnel
+
+    def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
+        return [self.head], False
+
+
 def prepare_head(headers: Headers) -> bytes:
     """Header lines for a ``Prepared`` response, checked and encoded once."""
     return _header_bytes(list(headers))
@@ -242,10 +271,12 @@ class StreamBody:
     The producer calls ``write(piece)`` and finally ``finish()`` (or ``fail()`` if it cannot
     complete the body); ``write`` blocks while more than ``limit`` bytes wait to reach the
     socket, so a slow client slows the producer instead of filling memory, and raises
-    ConnectionError once the connection is gone. On the loop thread the HTTP connection
-    ``attach``es it when its turn comes and ``take``s what was written each time it is woken.
-    With a declared ``length`` (Content-Length), bytes past it are dropped and a body that
-    ends short of it counts as failed: the connection must close, not wait or desynchronise."""
+    ConnectionError once the connection is gone. A producer on an event loop, which must not
+    block, calls ``write_nowait`` and, when it says so, waits for ``when_writable``. On the
+    loop thread the HTTP connection ``attach``es it when its turn comes and ``take``s what was
+    written each time it is woken. With a declared ``length`` (Content-Length), bytes past it
+    are dropped and a body that ends short of it counts as failed: the connection must close,
+    not wait or desynchronise."""
 
     def __init__(self, limit: int = 256 * 1024) -> None:
         self.limit = limit
@@ -260,6 +291,7 @@ class StreamBody:
         self._broken = False
         self._signalled = False             # the consumer was woken and has not taken yet
         self._wake: Callable[[], None] | None = None      # asks the loop to take
+        self._writable: Callable[[], None] | None = None  # when_writable's callback
 
     # producer side, any thread
     def write(self, piece: bytes) -> None:
@@ -275,6 +307,31 @@ class StreamBody:
             wake = self._signal()
         if wake is not None:
             wake()
+
+    def write_nowait(self, piece: bytes) -> bool:
+        """``write`` without waiting: False if more than ``limit`` bytes now wait for the
+        socket, and the producer should wait for ``when_writable`` before writing more."""
+        with self._cond:
+            if self._broken:
+                raise ConnectionError("the client connection is gone")
+            if piece:
+                self._pieces.append(bytes(piece))
+                self._queued += len(piece)
+            room = self._queued <= self.limit
+            wake = self._signal() if piece else None
+        if wake is not None:
+            wake()
+        return room
+
+    def when_writable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once, at once or from the consumer's thread, when the producer
+        may write again: the socket has taken what waited, or the connection is gone."""
+        with self._cond:
+            ready = self._queued <= self.limit or self._broken
+            if not ready:
+                self._writable = callback
+        if ready:
+            callback()
 
     def finish(self) -> None:
         self._end(failed=False)
@@ -315,6 +372,9 @@ class StreamBody:
             self._signalled = False
             finished = self._finished
             self._cond.notify_all()
+            writable, self._writable = self._writable, None
+        if writable is not None:
+            writable()
         if self.length is not None:
             pieces = self._within_length(pieces, self.length)
             if finished and self._sent < self.length:
@@ -349,6 +409,9 @@ class StreamBody:
         with self._cond:
             self._broken = True
             self._cond.notify_all()
+            writable, self._writable = self._writable, None
+        if writable is not None:
+            writable()
 
 # -- helpers for the statuses a server needs ----------------------------------------------------
 

@@ -8,8 +8,10 @@ what the protocol leaves to I/O: threads, the clock, and how much may wait for a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._signals import Stopping
@@ -29,10 +31,11 @@ from .protocol import (
     Output,
     ServerProtocol,
     ServerStats,
+    Switched,
     Unsent,
 )
 from .request import HttpRequest
-from .response import Answer, FileBody, StreamBody
+from .response import Answer, FileBody, StreamBody, Switch, Tunnel
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
@@ -48,19 +51,50 @@ OUTPUT_LIMIT = 256 * 1024
 class _HttpConnection:
     """One connection's I/O: feeds its protocol and carries out the events it returns."""
 
-    __slots__ = ("conn", "protocol", "reading", "server", "wanted")
+    __slots__ = ("conn", "gone", "protocol", "reading", "server", "tunnel", "wanted", "watchers")
 
     def __init__(self, server: _HttpServer, conn: Connection) -> None:
         self.server, self.conn = server, conn
         self.reading = True                    # the socket is being read
         self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
+        self.gone = False                      # the client has closed or stopped sending
+        # requests whose application asked to hear of it (HttpRequest.on_gone): few, made
+        # only for them
+        self.watchers: dict[HttpRequest, Callable[[], None]] | None = None
+        self.tunnel: Tunnel | None = None      # once switched (a WebSocket): all bytes go there
         self.protocol: ServerProtocol | None = ServerProtocol(
             server.limits, self, answers=server.answers, log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
             wake=self._wake_reading, now=time.monotonic())
 
     def feed(self, data: bytes) -> None:
+        if self.tunnel is not None:
+            self.tunnel.feed(data)
+            return
+        if not data:                           # the end of input: the client has gone
+            self._gone()
         self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]  # open
+
+    def watch(self, request: HttpRequest, callback: Callable[[], None] | None) -> None:
+        """``HttpRequest.on_gone``: call ``callback`` when the client goes; any thread. It may
+        be called twice (a watch that races the news), never not at all."""
+        if callback is None:
+            if self.watchers is not None:
+                self.watchers.pop(request, None)
+            return
+        if self.watchers is None:
+            self.watchers = {}
+        self.watchers[request] = callback
+        if self.gone:                          # (set before the watchers are taken: see _gone)
+            callback()
+
+    def _gone(self) -> None:
+        """The client has closed the connection or stopped sending (loop thread)."""
+        self.gone = True
+        watchers, self.watchers = self.watchers, None
+        if watchers:
+            for callback in list(watchers.values()):
+                callback()
 
     def respond(self, request: HttpRequest, response: Answer) -> None:
         """Send ``response`` to ``request``, in request order. Any thread."""
@@ -95,6 +129,8 @@ class _HttpConnection:
                     self.server.log.enqueue_lossy(ev)  # type: ignore[union-attr]  # only with a log
                 elif kind is Unsent:
                     self._release(ev.response)
+                elif kind is Switched:
+                    self._switched(ev.tunnel)
                 elif ev is PAUSE or ev is RESUME:
                     self.wanted = ev is RESUME
                     self._steer()
@@ -107,6 +143,36 @@ class _HttpConnection:
         if conn.pending > OUTPUT_LIMIT:
             self._steer()
 
+    def _switched(self, tunnel: Tunnel) -> None:
+        """The connection is the tunnel's now: read for it, whatever HTTP wanted."""
+        self.tunnel = tunnel
+        self.wanted = True
+        if not self.reading:
+            self.reading = True
+            self.conn.resume_reading()
+
+    # -- for a tunnel, from any thread: in order with the 101 (the HTTP stage's queue) --------
+
+    def write(self, data: bytes, close: bool = False) -> None:
+        """Send ``data`` (then close, with ``close``) after everything sent before it."""
+        self._on_stage(_Write(self, data, close))
+
+    def when_drained(self, callback: Callable[[], None], low: int = OUTPUT_LIMIT // 2) -> None:
+        """Call ``callback`` (loop thread) once what was written so far has left, but for
+        ``low`` bytes."""
+        self._on_stage(_Write(self, b"", False, (callback, low)))
+
+    def pause_reading(self, pause: bool = True) -> None:
+        """Stop (or, ``pause=False``, resume) reading: the tunnel is behind."""
+        self._on_stage(_Write(self, b"", False, reading=not pause))
+
+    def _on_stage(self, ev: _Write) -> None:
+        if threading.get_ident() == self.server.loop_ident:
+            ev.run()
+        else:
+            with contextlib.suppress(SinkError):   # stopped: the connection goes with the server
+                self.server.respond_put(ev)
+
     def _dispatch(self, request: HttpRequest) -> None:
         """Hand a request to the user's sink; one it refuses is answered 503 at once."""
         try:
@@ -118,7 +184,7 @@ class _HttpConnection:
         """Read while the protocol wants more and the socket keeps up with what we send; while
         it does not keep up, be told when it has drained."""
         conn = self.conn
-        if conn.closing:
+        if conn.closing or self.tunnel is not None:   # (a tunnel steers its own reading)
             return
         behind = conn.pending > OUTPUT_LIMIT
         want = self.wanted and self.protocol is not None and not behind
@@ -163,13 +229,18 @@ class _HttpConnection:
             self._run(self.protocol.tick(now))
 
     def stop(self) -> None:
-        if self.protocol is not None:
+        if self.tunnel is not None:
+            self.tunnel.stopping()
+        elif self.protocol is not None:
             self._run(self.protocol.stop(time.monotonic()))
 
     def lost(self) -> None:
         """The socket is closed: release what unsent answers hold (a file descriptor waiting
         for its WriteDone, a producer blocked on a stream), and let go of the protocol."""
         protocol, self.protocol = self.protocol, None
+        self._gone()
+        if self.tunnel is not None:
+            self.tunnel.lost()
         if protocol is not None:
             if self.conn.unsent and protocol.send_seq == protocol.next_seq:
                 self.server.counts.dropped += 1    # the last answer was on its way, not out
@@ -177,11 +248,46 @@ class _HttpConnection:
                 self._release(response)
 
     def _release(self, response: Answer) -> None:
+        if type(response) is Switch:
+            response.tunnel.lost()
+            return
         body = getattr(response, "body", None)
         if type(body) is StreamBody:
             body.broken()
         elif type(body) is FileBody and body.done is not None:
             body.done.enqueue_lossy(WriteDone(self.conn, body.tag))
+
+
+class _Write:
+    """Event: a tunnel's bytes for its connection (and a close, a wish to hear when they have
+    left, or a change of reading), in order with the 101 that switched it."""
+
+    __slots__ = ("close", "connection", "data", "drained", "reading")
+
+    def __init__(self, connection: _HttpConnection, data: bytes, close: bool,
+                 drained: tuple[Callable[[], None], int] | None = None,
+                 reading: bool | None = None) -> None:
+        self.connection, self.data, self.close = connection, data, close
+        self.drained, self.reading = drained, reading
+
+    def run(self) -> None:
+        """On the loop thread."""
+        conn = self.connection.conn
+        if conn.closed:
+            if self.drained is not None:
+                self.drained[0]()              # nothing will drain: let the waiter see why
+            return
+        if self.data and not conn.closing:
+            conn.enqueue(self.data)
+        if self.close:
+            conn.close()
+        if self.reading is not None:
+            if self.reading:
+                conn.resume_reading()
+            else:
+                conn.pause_reading()
+        if self.drained is not None:
+            conn.when_drained(*self.drained)
 
 
 class _Tick:
@@ -218,6 +324,8 @@ class _HttpServer(EventHandler):
             elif kind is tuple:
                 request, response = ev
                 request.connection.answer(request, response)
+            elif kind is _Write:
+                ev.run()
             elif kind is Connected:
                 self._connected(ev.conn)
             elif kind is Closed or kind is Failed:

@@ -19,9 +19,10 @@ from seda.http.protocol import (
     PAUSE,
     RESUME,
     TRANSITIONS,
+    Switched,
     Unsent,
 )
-from seda.http.response import Prepared, prepare_head
+from seda.http.response import Prepared, Switch, prepare_head
 
 
 class Conn:
@@ -181,6 +182,41 @@ def test_an_upgrade_request_is_served_as_a_plain_one():
     c = Conn()
     reqs = c.send(get("/ws", "Connection: Upgrade", "Upgrade: websocket") + get("/next"))
     assert [r.path for r in reqs] == ["/ws", "/next"]
+
+
+class Tunnel:
+    """What a WebSocket would be; the protocol only carries it."""
+
+    def feed(self, data): ...
+
+    def lost(self): ...
+
+    def stopping(self): ...
+
+
+SWITCH_HEAD = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
+
+
+def test_a_switch_answer_hands_the_connection_over():
+    c = Conn()
+    first, upgrade = c.send(get("/a") + get("/ws", "Connection: Upgrade", "Upgrade: websocket"))
+    tunnel = Tunnel()
+    assert c.answer(upgrade, Switch(SWITCH_HEAD, tunnel)) == []    # after the first's answer
+    events = c.answer(first)
+    assert events[1] == SWITCH_HEAD and type(events[2]) is Switched and events[2].tunnel is tunnel
+    assert c.statuses() == [200, 101] and not c.closed
+    assert c.p.client is DONE and c.p.server is CLOSED
+    assert c.send(get("/after")) == [] and c.tick(1000) == []    # not HTTP any more: no timeouts
+
+
+def test_a_switch_is_refused_when_a_request_followed_the_upgrade():
+    c = Conn()
+    upgrade, after = c.send(get("/ws", "Connection: Upgrade", "Upgrade: websocket") + get("/b"))
+    tunnel = Tunnel()
+    events = c.answer(upgrade, Switch(SWITCH_HEAD, tunnel))
+    assert any(type(e) is Unsent and e.response.tunnel is tunnel for e in events)
+    assert c.statuses() == [400] and c.closed
+    assert c.answer(after) and c.statuses() == [400]    # nothing after the refusal goes
 
 
 # -- what a client may not do ---------------------------------------------------------------------

@@ -25,7 +25,7 @@ from seda.http import Limits, Response, StreamBody, responses, serve
 from seda.http.request import BodyReader
 
 from tests.helpers import WAIT
-from tests.helpers.net import raw
+from tests.helpers.net import raw, until
 
 
 class App(seda.EventHandler):
@@ -507,3 +507,28 @@ def test_after_a_large_stream_to_a_slow_client_the_next_request_is_read(rt):
         while piece := c.recv(2**20):
             got += piece
     assert statuses(got) == [200, 200] and got.endswith(b"small")
+
+
+def test_a_request_watching_for_its_client_hears_when_it_goes(rt):
+    """HttpRequest.on_gone: told once the client closes; a watch made after that is told at
+    once; a request that stopped watching is not told."""
+    heard, requests = [], []
+
+    class Watch(seda.EventHandler):
+        def handle_event(self, req):
+            requests.append(req)
+            if req.path == "/watch":
+                req.on_gone(lambda: heard.append(req.path))
+            else:
+                req.on_gone(lambda: heard.append("never"))
+                req.on_gone(None)
+
+    rt.add_stage("app", Watch(), blocking=False)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET /other HTTP/1.1\r\nHost: x\r\n\r\nGET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
+        until(lambda: len(requests), lambda n: n == 2)
+    until(lambda: list(heard), lambda h: h == ["/watch"])
+    requests[1].on_gone(lambda: heard.append("late"))
+    assert heard == ["/watch", "late"]

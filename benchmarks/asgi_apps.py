@@ -1,0 +1,35 @@
+"""ASGI applications the benchmarks serve (importable by haboob, uvicorn and hypercorn): the
+1 KB answer of refbench (../shared/tools/refbench.sh), and one that burns CPU as
+wsgi_apps.burn does. FastAPI's are in fastapi_apps.py, so that serving these imports none of
+it."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from benchmarks.wsgi_apps import BURN_S
+
+_rng = random.Random(7)
+BODY = bytes(_rng.choice(b"abcdefghij") for _ in range(1024))   # refbench's index.html
+_HEADERS = [(b"content-type", b"text/html"), (b"content-length", str(len(BODY)).encode())]
+
+
+async def hello(scope, receive, send):
+    """The plain ASGI application of refbench: what a server costs per request."""
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+async def burn(scope, receive, send):
+    """Spends 5 ms of CPU per request, on the event loop: one core's worth of capacity."""
+    if scope["type"] != "http":
+        return
+    end = time.thread_time() + BURN_S
+    while time.thread_time() < end:
+        pass
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})

@@ -1,0 +1,369 @@
+"""ASGI 3.0 (HTTP): an application runs in an asyncio stage of its own (``tasks=N``), fed
+HttpRequest events by the HTTP server stage as a WSGI application is (wsgi.py).
+
+Each request is a task on the stage's event loop. ``receive()`` gives the body as it arrives:
+one ``http.request`` for a body that came with its request, pieces of a large or chunked one
+with the backpressure ``wsgi.input`` has (past 256 KB unread the connection stops reading);
+then ``http.disconnect`` once the response is complete or the client has gone (closed the
+connection, or stopped sending, as uvicorn takes it). ``send()`` never waits for the socket:
+a whole response travels back to the connection through the HTTP stage's queue, a streamed
+one through a ``StreamBody``, and ``send`` waits only while more than 256 KB of it wait for a
+slow client. Once the connection is lost, a streamed ``send`` raises ``ClientDisconnected``,
+an OSError (ASGI spec 2.4); a client that only stopped sending still gets its answer.
+
+Trailers are declined politely: the extension is not offered, and an application that sends
+them anyway has its response end with its last body, the trailers dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import logging
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+from .._stage import EventHandler, StageContext
+from . import response as responses
+from .body import BodyError
+from .lifespan import Application, Lifespan, Message
+from .request import ClientDisconnected, HttpRequest
+from .response import Headers, Response, StreamBody
+
+if TYPE_CHECKING:
+    from .._asyncio import LoopFactory
+    from .._runtime import Runtime
+    from .._sink import Sink
+
+log = logging.getLogger("seda.asgi")
+
+_ASGI = {"version": "3.0", "spec_version": "2.4"}
+_DISCONNECT: Message = {"type": "http.disconnect"}
+# Hop-by-hop fields are the server's to send; an application's Connection: close is kept as
+# the wish to close (Response.encode reads it).
+_HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
+                         b"transfer-encoding", b"upgrade"})
+_NO_BODY = frozenset({204, 304})
+MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
+
+
+def is_asgi(app: Any) -> bool:
+    """Whether ``app`` looks like an ASGI 3 application, as uvicorn tells: a coroutine function,
+    or an object whose ``__call__`` is one (a class is taken for an ASGI 2 one, not this)."""
+    if inspect.isclass(app):
+        return False
+    if inspect.iscoroutinefunction(app):
+        return True
+    return inspect.iscoroutinefunction(getattr(app, "__call__", None))  # noqa: B004 -- its coroutine-ness
+
+
+def is_websocket(req: HttpRequest) -> bool:
+    """Whether ``req`` asks to become a WebSocket (RFC 6455 4.1: a GET with Upgrade)."""
+    if req.method != "GET":
+        return False
+    upgrade = req.header("upgrade")
+    return upgrade is not None and "websocket" in upgrade.lower()
+
+
+@functools.cache
+def websockets() -> Any:
+    """``websocket.WebSocket``, or None without wsproto (``pip install pyseda[asgi]``): an
+    upgrade is then served as plain HTTP, as uvicorn does without a WebSocket library."""
+    try:
+        from .websocket import WebSocket
+    except ImportError:
+        log.warning("asgi: wsproto is not installed: WebSocket upgrades are served as HTTP")
+        return None
+    return WebSocket
+
+
+def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
+    """A callback for another thread that resolves ``future`` on ``loop``."""
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):    # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(_resolve, future)
+    return wake
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class AsgiHandler(EventHandler):
+    """Runs ``app`` for each HttpRequest, each request a task. Use it on an asyncio stage
+    (``mount_asgi`` makes one). ``root_path`` is the prefix the application is mounted at:
+    ``scope["path"]`` is the whole path, as Starlette and Django expect. ``lifespan``: "auto",
+    "on" or "off" (``seda.http.lifespan``); init runs the startup and raises LifespanFailed
+    with the application's message if it failed; destroy runs the shutdown."""
+
+    def __init__(self, app: Application, *, root_path: str = "", url_scheme: str | None = None,
+                 server_name: str = "localhost", server_port: int = 80,
+                 lifespan: str = "auto", ws_max_size: int = MAX_SIZE) -> None:
+        self.app, self.root_path, self.url_scheme = app, root_path.rstrip("/"), url_scheme
+        self.ws_max_size = ws_max_size
+        self.server = (server_name, server_port)
+        self.lifespan = Lifespan(app, lifespan)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.manager: Any = None
+        self.counts = {"disconnects": 0, "errors": 0}
+
+    async def init(self, ctx: StageContext) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.manager = ctx.stage.manager
+        await self.lifespan.startup()
+
+    async def destroy(self) -> None:
+        await self.lifespan.shutdown()
+
+    def scope(self, req: HttpRequest) -> Message:
+        path = req.path
+        raw_path = path.encode("latin-1")
+        if "%" in path or not path.isascii():
+            path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
+        peer = req.peer
+        return {
+            "type": "http",
+            "asgi": _ASGI,
+            "http_version": req.version,
+            "method": req.method,
+            "scheme": self.url_scheme or req.scheme,
+            "path": path,
+            "raw_path": raw_path,
+            "query_string": req.query.encode("latin-1"),
+            "root_path": self.root_path,
+            "headers": [(name.lower(), value) for name, value in req.headers],
+            "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
+            "server": self.server,
+            "state": dict(self.lifespan.state),
+            "extensions": {},
+        }
+
+    async def handle_event(self, req: HttpRequest) -> None:
+        if is_websocket(req) and (websocket := websockets()) is not None:
+            await websocket(self, req, self.ws_max_size).run()
+        else:
+            await _Exchange(self, req).run()
+
+    def stats(self) -> dict[str, Any]:
+        """Requests in flight (tasks), clients that left before their answer, and errors."""
+        manager = self.manager
+        return {"in_flight": manager.inflight if manager is not None else 0,
+                "cap": manager.cap if manager is not None else 0, **self.counts}
+
+
+class _Exchange:
+    """One request through the application: its receive and send, and what they have said."""
+
+    __slots__ = ("body_error", "body_given", "complete", "counted", "gone", "handler",
+                 "head_only", "headers", "length", "loop", "receiving", "req", "status",
+                 "stream")
+
+    def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
+        self.handler, self.req = handler, req
+        self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
+        self.status: int | None = None         # set by http.response.start
+        self.headers: Headers = []
+        self.length: int | None = None         # the declared Content-Length
+        self.head_only = req.method == "HEAD"
+        self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
+        self.stream: StreamBody | None = None  # a streamed body, once its head has gone
+        self.complete = False                  # the last body message has been sent
+        self.gone = False                      # the client has closed or stopped sending
+        self.body_given = False                # the request body has been given whole
+        self.body_error: BodyError | None = None
+        self.receiving: asyncio.Future[None] | None = None    # what a receive() waits for
+
+    # -- the connection's news (loop thread of the server, then here) ------------------------
+
+    def _on_gone(self) -> None:
+        with contextlib.suppress(RuntimeError):    # our loop has closed
+            self.loop.call_soon_threadsafe(self._went)
+
+    def _went(self) -> None:
+        if not self.gone:
+            self.gone = True
+            if not self.complete:
+                self.handler.counts["disconnects"] += 1
+        if self.receiving is not None:         # (a send waits for the socket, not for this)
+            _resolve(self.receiving)
+
+    async def _wait_to_receive(self, arm: Callable[[Callable[[], None]], None]) -> None:
+        """Until ``arm``'s callback is called from another thread, the client goes or (body
+        given) the response is complete."""
+        future = self.receiving = self.loop.create_future()
+        arm(_wake(self.loop, future))
+        try:
+            await future
+        finally:
+            self.receiving = None
+
+    async def _wait_to_send(self, stream: StreamBody) -> None:
+        """Until the stream takes more, or the connection is lost."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        stream.when_writable(_wake(self.loop, future))
+        await future
+
+    # -- receive -------------------------------------------------------------------------------
+
+    async def receive(self) -> Message:
+        if self.complete or self.gone:
+            return _DISCONNECT
+        if not self.body_given:
+            reader = self.req.stream
+            if reader is None:
+                self.body_given = True
+                return {"type": "http.request", "body": self.req.body, "more_body": False}
+            while not self.gone:
+                try:
+                    data, done = reader.read_nowait()
+                except BodyError as exc:       # cut short, too large, too slow: no more comes
+                    self.body_error = exc
+                    return _DISCONNECT
+                if data or done:
+                    self.body_given = done
+                    return {"type": "http.request", "body": data, "more_body": not done}
+                await self._wait_to_receive(reader.when_readable)
+            return _DISCONNECT
+        # the body has been given: what remains to say is that the client went or the
+        # response is complete
+        while not (self.complete or self.gone):
+            await self._wait_to_receive(lambda wake: None)
+        return _DISCONNECT
+
+    # -- send ----------------------------------------------------------------------------------
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if self.status is None:
+            if kind != "http.response.start":
+                raise RuntimeError(f"expected ASGI message 'http.response.start', got {kind!r}")
+            self._start(message)
+        elif not self.complete:
+            if kind != "http.response.body":
+                raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
+            await self._body(message.get("body", b""), message.get("more_body", False))
+        elif kind != "http.response.trailers":  # (trailers: declined, see the module)
+            raise RuntimeError(f"unexpected ASGI message {kind!r} after the response")
+
+    def _start(self, message: Message) -> None:
+        status = message["status"]
+        if not isinstance(status, int) or not 100 <= status <= 999:
+            raise ValueError(f"bad ASGI status {status!r}")
+        headers: Headers = []
+        for name, value in message.get("headers", ()):
+            lower = bytes(name).lower()
+            if lower in _HOP_BY_HOP:
+                continue
+            if lower == b"content-length":
+                self.length = int(value)
+            headers.append((name.decode("latin-1"), value.decode("latin-1")))
+        self.status, self.headers = status, headers
+        if status in _NO_BODY:
+            self.head_only = True              # no body goes, whatever the application sends
+
+    async def _body(self, body: bytes, more: bool) -> None:
+        if self.head_only:
+            self.counted += len(body)
+            if not more:
+                self._finish(b"")
+            return
+        stream = self.stream
+        if stream is None:
+            if not more:                       # the usual: the whole body in one message
+                self._finish(bytes(body))
+                return
+            stream = self.stream = StreamBody()
+            self.req.respond(Response(self.status, stream, self.headers))  # type: ignore[arg-type]  # started
+        try:
+            room = stream.write_nowait(body)
+        except ConnectionError:
+            self._went()
+            raise ClientDisconnected("the client has gone") from None
+        if not more:
+            stream.finish()
+            self._completed()
+        elif not room:                         # a slow client: wait until the socket drains
+            await self._wait_to_send(stream)
+            if stream.gone:
+                raise ClientDisconnected("the client has gone")
+
+    def _finish(self, body: bytes) -> None:
+        """The whole response, in one piece."""
+        headers, length = self.headers, self.length
+        if self.head_only:
+            if length is None and self.status not in _NO_BODY:   # what a GET would have said
+                headers = [*headers, ("content-length", str(self.counted))]
+        elif length is not None and length != len(body):
+            # a wrong Content-Length: never send bytes past it, and close rather than leave
+            # the client waiting for bytes that will not come
+            body = body[:length]
+            if len(body) < length:
+                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+                headers.append(("connection", "close"))
+        self.req.respond(Response(self.status, body, headers))  # type: ignore[arg-type]  # started
+        self._completed()
+
+    def _completed(self) -> None:
+        self.complete = True
+        if self.receiving is not None:         # a receive() waiting for the disconnect
+            _resolve(self.receiving)
+
+    # -- the application -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        req, handler = self.req, self.handler
+        req.on_gone(self._on_gone)
+        try:
+            await handler.app(handler.scope(req), self.receive, self.send)
+        except asyncio.CancelledError:         # stopping, past the deadline
+            self._abort()
+            raise
+        except Exception:
+            if not self.gone:
+                if self.body_error is None:
+                    handler.counts["errors"] += 1
+                    log.error("asgi: %s %s raised\n%s", req.method, req.target,
+                              traceback.format_exc().rstrip())
+                self._fail()
+        else:
+            if not self.complete and not self.gone:
+                if self.body_error is None:
+                    handler.counts["errors"] += 1
+                    log.error("asgi: %s %s: the application returned without %s the response",
+                              req.method, req.target,
+                              "starting" if self.status is None else "completing")
+                self._fail()
+        finally:
+            req.on_gone(None)
+
+    def _fail(self) -> None:
+        """The application could not answer: 500 (or what a bad body deserves) if nothing has
+        gone yet, else the response is cut off."""
+        if self.stream is not None:
+            self.stream.fail()
+        elif not self.complete:
+            error = self.body_error
+            self.req.respond(responses.server_error() if error is None
+                             else responses.error(error.status, str(error)))
+        self.complete = True
+
+    def _abort(self) -> None:
+        if self.stream is not None and not self.complete:
+            self.stream.fail()
+        self.complete = True
+
+
+def mount_asgi(rt: Runtime, app: Application, *, name: str = "asgi", tasks: int = 1000,
+               predicate: Any = None, loop_factory: LoopFactory | None = None,
+               **options: Any) -> Sink:
+    """Add an asyncio stage running ``app``, at most ``tasks`` requests at once (the others
+    wait in its queue, where ``predicate`` sees them with those in flight); returns its sink,
+    which an HTTP server (or a router in front of several applications) sends HttpRequest
+    events to. ``options`` go to ``AsgiHandler``."""
+    return rt.add_stage(name, AsgiHandler(app, **options), tasks=tasks,
+                        loop_factory=loop_factory, predicate=predicate).sink

@@ -1,0 +1,359 @@
+"""ASGI WebSockets: one connection's handshake, messages and close, framed by wsproto.
+
+The request that asks for the upgrade reaches the application's asyncio stage as any other;
+``websocket.accept`` answers it with a ``Switch`` (the 101 that wsproto writes), after which the
+HTTP connection hands every byte it reads to this object (a ``Tunnel``), on the server's loop
+thread. Those bytes are framed here, on the application's loop: pings are answered as they
+come, whether the application reads or not, and whole messages wait for ``receive()``. Past
+``READ_LIMIT`` bytes of messages the application has not received (or four times that not yet
+framed, if the application's loop is slow to get to them) the connection stops reading, and
+TCP slows the client. What ``send()`` writes goes through the HTTP stage's queue, in order
+with the 101, and ``send`` waits while more than ``OUTPUT_LIMIT`` bytes wait for a slow
+client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import traceback
+from collections import deque
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Message,
+    Ping,
+    Request,
+    TextMessage,
+)
+from wsproto.extensions import PerMessageDeflate
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from . import response as responses
+from .request import ClientDisconnected
+from .response import Response, Switch
+from .server import OUTPUT_LIMIT
+
+if TYPE_CHECKING:
+    from .asgi import AsgiHandler
+    from .lifespan import Message as AsgiMessage
+    from .request import HttpRequest
+
+log = logging.getLogger("seda.asgi")
+
+READ_LIMIT = 256 * 1024          # bytes of messages not yet received before reading pauses
+RAW_LIMIT = 4 * READ_LIMIT       # bytes read and not yet framed before reading pauses
+_ASGI = {"version": "3.0", "spec_version": "2.4"}
+CONNECTING, OPEN, CLOSED = "CONNECTING", "OPEN", "CLOSED"
+GOING_AWAY, TOO_BIG, INTERNAL_ERROR, RESTART, ABNORMAL = 1001, 1009, 1011, 1012, 1006
+
+
+class WebSocket:
+    """One ASGI WebSocket: its scope, ``receive`` and ``send``, and the tunnel its HTTP
+    connection feeds once switched."""
+
+    def __init__(self, handler: AsgiHandler, req: HttpRequest, max_size: int) -> None:
+        self.handler, self.req, self.max_size = handler, req, max_size
+        self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
+        self.ws = WSConnection(ConnectionType.SERVER)
+        self.state = CONNECTING
+        self.connected = False                 # websocket.connect has been received
+        self.close = (ABNORMAL, "")            # how it closed: code and reason
+        self.handshake: Request | None = None
+        # from the loop thread: bytes read, and whether the client stopped sending
+        self.inbox: deque[bytes] = deque()
+        self.eof = False
+        self.signalled = False                 # _arrived is on its way to our loop
+        self.fed = 0                           # bytes fed (loop thread only)
+        self.framed = 0                        # of those, framed (our loop only)
+        self.paused = False                    # reading is paused for us
+        self.backlog = 0                       # bytes of messages not yet received
+        # on our loop
+        self.messages: deque[AsgiMessage] = deque()
+        self.parts: list[Any] = []             # the message being read, piece by piece
+        self.size = 0
+        self.waiting: asyncio.Future[None] | None = None    # receive() waiting
+        self.sending: asyncio.Future[None] | None = None    # send() waiting for the socket
+        self.sent = self.confirmed = 0         # bytes written; of those, known to have left
+        self.denial: Response | None = None    # websocket.http.response, being written
+
+    # -- the handshake ---------------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Check the handshake (wsproto); False, with a 400 answered, if it is not one."""
+        req = self.req
+        try:
+            self.ws.initiate_upgrade_connection(req.headers, req.target)
+            event = next(self.ws.events())
+        except (RemoteProtocolError, StopIteration) as exc:
+            req.respond(responses.bad_request(f"not a WebSocket handshake: {exc}"))
+            return False
+        assert isinstance(event, Request)
+        self.handshake = event
+        return True
+
+    def scope(self) -> AsgiMessage:
+        handler, req = self.handler, self.req
+        path = req.path
+        raw_path = path.encode("latin-1")
+        if "%" in path or not path.isascii():
+            path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
+        peer = req.peer
+        secure = (handler.url_scheme or req.scheme) == "https"
+        return {
+            "type": "websocket",
+            "asgi": _ASGI,
+            "http_version": req.version,
+            "scheme": "wss" if secure else "ws",
+            "path": path,
+            "raw_path": raw_path,
+            "query_string": req.query.encode("latin-1"),
+            "root_path": handler.root_path,
+            "headers": [(name.lower(), value) for name, value in req.headers],
+            "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
+            "server": handler.server,
+            "subprotocols": list(self.handshake.subprotocols),  # type: ignore[union-attr]  # started
+            "state": dict(handler.lifespan.state),
+            "extensions": {"websocket.http.response": {}},
+        }
+
+    # -- the tunnel: the server's loop thread ----------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        if data:
+            self.inbox.append(data)
+            self.fed += len(data)
+            if self.fed - self.framed > RAW_LIMIT and not self.paused:
+                self.paused = True             # (our loop resumes it, in _steer)
+                self.req.connection.pause_reading()    # type: ignore[attr-defined]  # a server's
+        else:
+            self.eof = True
+        self._signal()
+
+    def lost(self) -> None:
+        self.eof = True
+        self._signal()
+
+    def stopping(self) -> None:
+        with contextlib.suppress(RuntimeError):    # our loop has closed already
+            self.loop.call_soon_threadsafe(self._restart)
+
+    def _signal(self) -> None:
+        if not self.signalled:
+            self.signalled = True
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self._arrived)
+
+    # -- what arrived: our loop ------------------------------------------------------------------
+
+    def _arrived(self) -> None:
+        """Frame what the client sent: answer pings, keep messages, see the close."""
+        self.signalled = False
+        inbox = self.inbox
+        data = b"".join([inbox.popleft() for _ in range(len(inbox))])
+        self.framed += len(data)
+        if self.state is not OPEN:
+            return
+        try:
+            if data:
+                self.ws.receive_data(data)
+            if self.eof and not self.inbox:
+                self.ws.receive_data(None)
+            for event in self.ws.events():
+                if isinstance(event, TextMessage | BytesMessage):
+                    self._piece(event)
+                elif isinstance(event, Ping):
+                    self._write(self.ws.send(event.response()))
+                elif isinstance(event, CloseConnection):
+                    self._closed_by_client(event)
+                if self.state is not OPEN:
+                    break
+        except LocalProtocolError:             # data after the close: nothing to do with it
+            pass
+        self._steer()
+        self._wake()
+
+    def _steer(self) -> None:
+        """Read while the messages waiting for the application stay under READ_LIMIT."""
+        limit = READ_LIMIT // 2 if self.paused else READ_LIMIT
+        behind = self.backlog > limit and self.state is OPEN
+        if behind is not self.paused:
+            self.paused = behind
+            self.req.connection.pause_reading(behind)   # type: ignore[attr-defined]
+
+    def _piece(self, event: TextMessage | BytesMessage) -> None:
+        self.parts.append(event.data)
+        self.size += len(event.data)
+        if self.size > self.max_size:
+            self._close_now(TOO_BIG, f"a message over {self.max_size} bytes")
+            return
+        if event.message_finished:
+            key = "text" if isinstance(event, TextMessage) else "bytes"
+            joined = ("" if key == "text" else b"").join(self.parts)
+            self.messages.append({"type": "websocket.receive", key: joined})
+            self.backlog += self.size
+            self.parts, self.size = [], 0
+
+    def _closed_by_client(self, event: CloseConnection) -> None:
+        """The client closed (or the connection went: 1006): answer, and it is over."""
+        if event.code != ABNORMAL:
+            with contextlib.suppress(LocalProtocolError):
+                self._write(self.ws.send(event.response()))
+        self.state, self.close = CLOSED, (int(event.code), event.reason or "")
+        self._write(b"", close=True)
+
+    def _close_now(self, code: int, reason: str = "") -> None:
+        """We close: a close frame, then the connection (the socket layer lingers, so the
+        client reads the frame and its answer is drained)."""
+        with contextlib.suppress(LocalProtocolError):
+            self._write(self.ws.send(CloseConnection(code=code, reason=reason)))
+        self.state, self.close = CLOSED, (code, reason)
+        self._write(b"", close=True)
+
+    def _restart(self) -> None:
+        """The server is stopping: 1012 (service restart), as uvicorn says it."""
+        if self.state is OPEN:
+            self._close_now(RESTART)
+            self._wake()
+
+    def _wake(self) -> None:
+        """News for a receive() waiting; and, once closed, for a send() waiting."""
+        if self.waiting is not None:
+            _resolve(self.waiting)
+        if self.sending is not None and self.state is CLOSED:
+            _resolve(self.sending)
+
+    def _write(self, data: bytes, close: bool = False) -> None:
+        self.sent += len(data)
+        self.req.connection.write(data, close)     # type: ignore[attr-defined]  # a server's
+
+    # -- receive ---------------------------------------------------------------------------------
+
+    async def receive(self) -> AsgiMessage:
+        if not self.connected:
+            self.connected = True
+            return {"type": "websocket.connect"}
+        while True:
+            if self.messages:
+                message = self.messages.popleft()
+                self.backlog -= len(message.get("text") or message.get("bytes") or "")
+                if self.paused:
+                    self._steer()
+                return message
+            if self.state is CLOSED:
+                code, reason = self.close
+                return {"type": "websocket.disconnect", "code": code, "reason": reason}
+            self.waiting = self.loop.create_future()
+            try:
+                await self.waiting
+            finally:
+                self.waiting = None
+
+    # -- send ------------------------------------------------------------------------------------
+
+    async def send(self, message: AsgiMessage) -> None:
+        kind = message["type"]
+        state = self.state
+        if kind == "websocket.accept" and state is CONNECTING:
+            self._accept(message)
+        elif kind == "websocket.send" and state is OPEN:
+            text, data = message.get("text"), message.get("bytes")
+            payload = text if text is not None else data
+            if payload is None:
+                raise ValueError("websocket.send without text or bytes")
+            self._write(self.ws.send(Message(data=payload)))
+            if self.sent - self.confirmed > OUTPUT_LIMIT:
+                await self._drained()
+                if self.state is CLOSED:
+                    raise ClientDisconnected(f"the WebSocket closed ({self.close[0]})")
+        elif kind == "websocket.close":
+            if state is CONNECTING:            # refused before the handshake: 403 (ASGI)
+                self.state = CLOSED
+                self.req.respond(responses.forbidden())
+            elif state is OPEN:
+                self._close_now(message.get("code") or 1000, message.get("reason") or "")
+        elif kind.startswith("websocket.http.response.") and state is CONNECTING:
+            self._deny(message)
+        elif state is CLOSED and kind in ("websocket.send", "websocket.close"):
+            if kind == "websocket.send":
+                raise ClientDisconnected(f"the WebSocket is closed ({self.close[0]})")
+        else:
+            raise RuntimeError(f"unexpected ASGI message {kind!r} on a WebSocket {state}")
+
+    def _accept(self, message: AsgiMessage) -> None:
+        offered = self.handshake.extensions if self.handshake is not None else []
+        headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", ())]
+        head = self.ws.send(AcceptConnection(
+            subprotocol=message.get("subprotocol"), extra_headers=headers,
+            extensions=[PerMessageDeflate()] if offered else []))
+        self.state = OPEN
+        self.req.respond(Switch(head, self))
+
+    def _deny(self, message: AsgiMessage) -> None:
+        """The websocket.http.response extension: an HTTP answer instead of a WebSocket."""
+        if message["type"] == "websocket.http.response.start":
+            headers = [(k.decode("latin-1"), v.decode("latin-1"))
+                       for k, v in message.get("headers", ())]
+            self.denial = Response(message["status"], b"", headers)
+            return
+        if self.denial is None:
+            raise RuntimeError("websocket.http.response.body before its start")
+        self.denial.body += message.get("body", b"")
+        if not message.get("more_body", False):
+            self.state = CLOSED
+            self.req.respond(self.denial)
+
+    async def _drained(self) -> None:
+        """Until what was written so far has (all but OUTPUT_LIMIT // 2 of it) left."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        self.sending, sent = future, self.sent
+
+        def drained() -> None:                   # on the server's loop thread
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(_resolve, future)
+
+        self.req.connection.when_drained(drained)   # type: ignore[attr-defined]
+        try:
+            await future
+        finally:
+            self.sending = None
+        self.confirmed = sent
+
+    # -- the application ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        handler, req = self.handler, self.req
+        if not self.start():
+            return
+        try:
+            await handler.app(self.scope(), self.receive, self.send)
+        except asyncio.CancelledError:
+            self._ended(RESTART)
+            raise
+        except Exception:
+            if self.state is not CLOSED:
+                handler.counts["errors"] += 1
+                log.error("asgi: WebSocket %s raised\n%s", req.target,
+                          traceback.format_exc().rstrip())
+            self._ended(INTERNAL_ERROR)
+        else:
+            self._ended(1000)
+
+    def _ended(self, code: int) -> None:
+        """The application has returned (or raised): end what it left open."""
+        if self.state is CONNECTING:           # never accepted nor refused
+            self.state = CLOSED
+            self.req.respond(responses.server_error() if code != 1000 else responses.forbidden())
+        elif self.state is OPEN:
+            self._close_now(code)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,152 @@
+"""Haboob with ASGI applications: told apart from WSGI ones, mounted beside them and beside
+static files (root_path), each in an asyncio stage of its own with the admission control and
+classes WSGI stages have; a refusal is an immediate 503."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import queue
+import threading
+
+import pytest
+
+import seda
+from haboob.server import Options, asgi, build
+from seda.control import ResponseTimeBound
+
+from tests.helpers import WAIT
+from tests.helpers.net import fetch
+
+
+async def describe(scope, receive, send):
+    """An ASGI application that answers with where it was mounted and what it was asked."""
+    if scope["type"] != "http":
+        return
+    body = json.dumps({"asgi": True, "root_path": scope["root_path"], "path": scope["path"],
+                       "method": scope["method"]}).encode()
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def wsgi_describe(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps({"asgi": False, "script_name": environ["SCRIPT_NAME"],
+                        "path": environ["PATH_INFO"]}).encode()]
+
+
+class Instance:
+    """An ASGI application as an object, as middleware stacks are."""
+
+    async def __call__(self, scope, receive, send):
+        await describe(scope, receive, send)
+
+
+def test_an_application_is_served_as_asgi_or_wsgi_as_it_is_or_as_told():
+    assert asgi(describe, "auto") and asgi(Instance(), "auto")
+    assert not asgi(wsgi_describe, "auto") and not asgi(describe, "wsgi")
+    assert asgi(wsgi_describe, "asgi")          # told: an application wrapped out of sight
+
+
+def test_asgi_wsgi_and_files_in_one_server(tmp_path):
+    (tmp_path / "index.html").write_bytes(b"home")
+    options = Options(root=str(tmp_path), port=0,
+                      apps=[("/", describe), ("/api", Instance()), ("/wsgi", wsgi_describe)])
+    rt = seda.Runtime()
+    address = build(rt, options).address
+    rt.start()
+    try:
+        stats = rt.stats()
+        assert stats["haboob.app1:/api"]["manager"] == "asyncio"
+        assert stats["haboob.app2:/wsgi"]["manager"] == "threads"
+        _, body = fetch(address, "/api/items/1")
+        assert json.loads(body) == {"asgi": True, "root_path": "/api",
+                                    "path": "/api/items/1", "method": "GET"}
+        _, body = fetch(address, "/wsgi/x")
+        assert json.loads(body) == {"asgi": False, "script_name": "/wsgi", "path": "/x"}
+        assert fetch(address, "/index.html")[1] == b"home"        # a file wins at /
+        _, body = fetch(address, "/missing")                       # the rest: the app at /
+        assert json.loads(body)["root_path"] == "" and json.loads(body)["path"] == "/missing"
+        _, body = fetch(address, "/index.html", method="POST")    # and whatever is not a GET
+        assert json.loads(body)["method"] == "POST"
+    finally:
+        rt.stop()
+
+
+@pytest.fixture
+def blocked_app():
+    """An ASGI application that holds each request until ``release`` is set."""
+    entered, release = threading.Semaphore(0), threading.Event()
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        entered.release()
+        await asyncio.to_thread(release.wait, WAIT)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    return app, entered, release
+
+
+def start(rt, app, **options):
+    """Haboob with one ASGI application taking one request at a time, and the queue of its
+    admission decisions as they are made."""
+    address = build(rt, Options(port=0, apps=[("/", app)], tasks=1, target_p90=0.1,
+                                **options)).address
+    sink = rt.sink("haboob.app0:/")
+    predicate, decided = sink.predicate, queue.Queue()
+    assert isinstance(predicate, ResponseTimeBound)
+    accept = predicate.accept
+
+    def recording(ev):
+        ok = accept(ev)
+        decided.put(ok)
+        return ok
+
+    predicate.accept = recording
+    sink.predicate = predicate                # the sink binds accept when it is set
+    return address, predicate, decided
+
+
+def send(address, headers=None):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/", headers=headers or {})
+    return c
+
+
+def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
+    app, entered, release = blocked_app
+    with seda.Runtime() as rt:
+        address, predicate, decided = start(rt, app)
+        for k in predicate.classes.values():
+            k.bound = 2.0                    # one in flight and one queued (the sink counts both)
+        busy = send(address)
+        assert entered.acquire(timeout=WAIT)             # the one task slot is taken
+        queued = send(address)
+        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)   # admitted, waiting
+        refused = send(address).getresponse()            # over the bound: answered now
+        assert refused.status == 503 and refused.getheader("retry-after") == "1"
+        release.set()
+        assert busy.getresponse().read() == queued.getresponse().read() == b"done"
+        assert predicate.rejected == 1
+
+
+def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
+    app, entered, release = blocked_app
+    with seda.Runtime() as rt:
+        address, predicate, decided = start(rt, app, class_header="X-Class")
+        for c, k in predicate.classes.items():
+            k.bound = 10.0 if c == 9 else 2.0
+        busy = send(address)
+        assert entered.acquire(timeout=WAIT)
+        queued = send(address)
+        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)
+        assert send(address).getresponse().status == 503               # class 0
+        high = send(address, {"X-Class": "9"})                         # admitted
+        release.set()
+        assert high.getresponse().status == 200
+        for c in (busy, queued):
+            assert c.getresponse().status == 200

@@ -1,0 +1,323 @@
+"""ASGI applications in an asyncio stage of their own: the HTTP scope, bodies both ways as they
+come, http.disconnect, failures, shedding. Plain ASGI callables, real sockets; the frameworks
+are tested end to end in tests/haboob/."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import http.client
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+from seda.http import Limits, asgi, is_asgi, mount_asgi, serve
+
+from tests.helpers import WAIT
+from tests.helpers.net import raw
+
+
+def run(rt, app, limits=None, **options):
+    sink = mount_asgi(rt, app, tasks=16, **options)
+    listener = serve(rt, ("127.0.0.1", 0), sink, limits=limits or Limits(response_timeout=5))
+    rt.start()
+    return listener.address
+
+
+def get(address, method="GET", path="/", body=None, headers=None):
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r, data
+
+
+async def read_body(receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        assert message["type"] == "http.request"
+        body += message["body"]
+        if not message["more_body"]:
+            return body
+
+
+async def answer(send, status=200, body=b"", headers=()):
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def in_thread(event: threading.Event):
+    """Wait for a test thread's event without blocking the stage's loop."""
+    return asyncio.to_thread(event.wait, WAIT)
+
+
+def test_the_scope_says_what_the_request_is(rt):
+    async def app(scope, receive, send):
+        body = await read_body(receive)
+        shown = {k: scope[k] for k in ("type", "http_version", "method", "scheme", "path",
+                                       "root_path", "state", "extensions")}
+        shown.update(raw_path=scope["raw_path"].decode(), asgi=scope["asgi"],
+                     query=scope["query_string"].decode(), client=scope["client"][0],
+                     server=list(scope["server"]), body=body.decode(),
+                     headers=[[k.decode(), v.decode()] for k, v in scope["headers"]])
+        await answer(send, body=json.dumps(shown).encode())
+
+    address = run(rt, app, root_path="/app", server_name="example.org", server_port=8080)
+    r, data = get(address, "POST", "/app/a%20b/%C3%A9?x=1&y=%20", b"payload",
+                  {"Content-Type": "text/plain", "X-Twice": "1"})
+    assert r.status == 200
+    shown = json.loads(data)
+    assert shown.pop("headers")[-2:] == [["content-type", "text/plain"], ["x-twice", "1"]]
+    assert shown == {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http",
+                     "path": "/app/a b/\u00e9", "raw_path": "/app/a%20b/%C3%A9",
+                     "root_path": "/app", "state": {}, "extensions": {},
+                     "asgi": {"version": "3.0", "spec_version": "2.4"}, "query": "x=1&y=%20",
+                     "client": "127.0.0.1", "server": ["example.org", 8080], "body": "payload"}
+
+
+def test_a_large_body_arrives_in_pieces_as_it_comes(rt):
+    async def app(scope, receive, send):
+        h, size, pieces = hashlib.sha256(), 0, 0
+        while True:
+            message = await receive()
+            h.update(message["body"])
+            size += len(message["body"])
+            pieces += 1
+            if not message["more_body"]:
+                break
+        await answer(send, body=f"{size} {pieces > 1} {h.hexdigest()}".encode())
+
+    body = os.urandom(3 * 2**20)
+    _r, data = get(run(rt, app), "POST", "/", body)
+    assert data == f"{len(body)} True {hashlib.sha256(body).hexdigest()}".encode()
+
+
+def test_a_streamed_response_goes_out_piece_by_piece(rt):
+    sent = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first\n", "more_body": True})
+        await in_thread(sent)                  # the client has the first piece by now
+        await send({"type": "http.response.body", "body": b"second\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    address = run(rt, app)
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/")
+    r = c.getresponse()
+    assert r.getheader("transfer-encoding") == "chunked"
+    assert r.readline() == b"first\n"
+    sent.set()
+    assert r.read() == b"second\n"
+    c.close()
+
+
+def test_a_large_streamed_response_to_a_slow_client_arrives_whole(rt):
+    block = os.urandom(65536)
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(128 * len(block)).encode())]})
+        for _ in range(128):                   # 8 MB: send waits while the socket is behind
+            await send({"type": "http.response.body", "body": block, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while piece := s.recv(65536):
+            got += piece
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and body == block * 128
+
+
+def test_http_disconnect_when_the_client_goes_while_the_app_waits(rt):
+    told = threading.Event()
+
+    async def app(scope, receive, send):
+        await read_body(receive)
+        if (await receive())["type"] == "http.disconnect":   # waits until the client goes
+            told.set()
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert told.wait(WAIT)
+    assert rt.stats()["asgi"]["handler"]["disconnects"] == 1
+
+
+def test_send_raises_an_oserror_once_a_streaming_client_has_gone(rt):
+    raised = []
+    done = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        try:
+            for _ in range(10_000):            # 640 MB, if nobody stopped it
+                await send({"type": "http.response.body", "body": b"x" * 65536,
+                            "more_body": True})
+        except OSError as exc:
+            raised.append(exc)
+        done.set()
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(65536)
+    assert done.wait(WAIT) and len(raised) == 1
+
+
+def test_receive_after_the_response_says_disconnect(rt):
+    async def app(scope, receive, send):
+        await read_body(receive)
+        await answer(send, body=b"done")
+        assert (await receive()) == {"type": "http.disconnect"}
+
+    r, data = get(run(rt, app))
+    assert r.status == 200 and data == b"done"
+
+
+@pytest.mark.parametrize("app_body", [
+    "raise ValueError('boom')",                                  # before the response
+    "return",                                                    # no response at all
+    "await send({'type': 'http.response.body', 'body': b'x'})",  # out of order
+    "await send({'type': 'http.response.start', 'status': 200})",   # never completed
+])
+def test_an_application_that_fails_before_its_body_gets_a_500(rt, app_body):
+    namespace: dict = {}
+    exec(f"async def app(scope, receive, send):\n    {app_body}", namespace)
+    r, _data = get(run(rt, namespace["app"]))
+    assert r.status == 500
+
+
+def test_an_application_that_fails_mid_stream_has_the_connection_cut(rt):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"partial", "more_body": True})
+        raise ValueError("boom")
+
+    out = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200")
+    assert not out.endswith(b"0\r\n\r\n")      # the chunked body never ends: cut off
+
+
+def test_head_and_204_send_no_body_and_head_gets_its_length(rt):
+    async def app(scope, receive, send):
+        status = 204 if scope["path"] == "/empty" else 200
+        await answer(send, status, b"twelve bytes")
+
+    address = run(rt, app)
+    r, data = get(address, "HEAD")
+    assert (r.status, data, r.getheader("content-length")) == (200, b"", "12")
+    r, data = get(address, "GET", "/empty")
+    assert (r.status, data, r.getheader("content-length")) == (204, b"", None)
+
+
+def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        await send({"type": "http.response.body", "body": b"b"})
+
+    out = raw(run(rt, app), b"GET / HTTP/1.0\r\n\r\n")
+    assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"\r\n\r\nab")
+
+
+def test_trailers_are_declined_politely(rt):
+    async def app(scope, receive, send):
+        assert "http.response.trailers" not in scope["extensions"]
+        await send({"type": "http.response.start", "status": 200, "headers": [],
+                    "trailers": True})
+        await send({"type": "http.response.body", "body": b"body"})
+        await send({"type": "http.response.trailers", "headers": [(b"x-sum", b"1")],
+                    "more_trailers": False})
+
+    r, data = get(run(rt, app))
+    assert (r.status, data) == (200, b"body")
+
+
+def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
+    async def app(scope, receive, send):
+        length = b"3" if scope["path"] == "/long" else b"10"
+        await answer(send, body=b"abcdef", headers=[(b"content-length", length)])
+
+    address = run(rt, app)
+    assert raw(address, b"GET /long HTTP/1.1\r\nHost: x\r\n\r\n").endswith(b"\r\n\r\nabc")
+    short = raw(address, b"GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert b"connection: close" in short and short.endswith(b"abcdef")
+
+
+def test_the_application_stage_sheds_with_503(rt):
+    called = []
+
+    async def app(scope, receive, send):
+        called.append(scope)
+
+    r, _ = get(run(rt, app, predicate=lambda req: False, lifespan="off"))
+    assert r.status == 503 and r.getheader("retry-after") == "1" and not called
+
+
+def test_a_body_over_the_limit_is_answered_with_its_status(rt):
+    async def app(scope, receive, send):
+        while (await receive())["type"] == "http.request":
+            pass
+        raise ConnectionError("the client went")   # as Starlette's ClientDisconnect does
+
+    address = run(rt, app, limits=Limits(max_body=100_000))
+    chunk = b"%x\r\n%s\r\n" % (50_000, b"x" * 50_000)
+    out = raw(address, b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + chunk * 3 + b"0\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 413")
+
+
+def test_asgi_applications_are_told_from_wsgi_ones():
+    async def function(scope, receive, send): ...
+
+    class Instance:
+        async def __call__(self, scope, receive, send): ...
+
+    class Asgi2:
+        def __init__(self, scope): ...
+
+        async def __call__(self, receive, send): ...
+
+    def wsgi(environ, start_response): ...
+
+    assert is_asgi(function) and is_asgi(Instance()) and is_asgi(functools.partial(function))
+    assert not is_asgi(wsgi) and not is_asgi(Asgi2) and not is_asgi(object())
+
+
+def test_without_wsproto_an_upgrade_is_served_as_http(rt, monkeypatch):
+    monkeypatch.setattr(asgi, "websockets", lambda: None)
+
+    async def app(scope, receive, send):
+        await answer(send, body=scope["type"].encode())
+
+    r, data = get(run(rt, app), headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                         "Sec-WebSocket-Version": "13",
+                                         "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    assert (r.status, data) == (200, b"http")
+
+
+def test_a_client_that_only_stopped_sending_is_told_and_still_gets_its_answer(rt):
+    """A half-close is a disconnect to the application (as uvicorn takes it), but Haboob
+    answers half-closed clients: what the application sends all the same goes out."""
+    async def app(scope, receive, send):
+        await read_body(receive)
+        told = (await receive())["type"]              # waits for the end of input
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": told.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"!"})
+
+    out = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")    # then shuts its side
+    assert out.startswith(b"HTTP/1.1 200") and b"http.disconnect" in out and b"!" in out

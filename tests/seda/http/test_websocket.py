@@ -1,0 +1,212 @@
+"""ASGI WebSockets on an asyncio stage, framed by wsproto, against the ``websockets`` client:
+the upgrade, text and binary messages, ping and pong, close codes both ways, the message size
+limit, refusals before the handshake, and a server that stops."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import urllib.request
+
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+from seda.http import Limits, mount_asgi, serve, websocket
+
+from tests.helpers import WAIT
+from tests.helpers.net import until
+
+
+def run(rt, app, **options):
+    sink = mount_asgi(rt, app, tasks=16, lifespan="off", **options)
+    address = serve(rt, ("127.0.0.1", 0), sink, limits=Limits(response_timeout=5)).address
+    rt.start()
+    return f"ws://127.0.0.1:{address[1]}"
+
+
+def echo(seen: list | None = None):
+    """Accepts, then sends each message back reversed; records the scope and the disconnect."""
+    async def app(scope, receive, send):
+        assert (await receive())["type"] == "websocket.connect"
+        if seen is not None:
+            seen.append(scope)
+        offered = scope["subprotocols"]
+        await send({"type": "websocket.accept", "subprotocol": offered[0] if offered else None,
+                    "headers": [(b"x-echo", b"yes")]})
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                if seen is not None:
+                    seen.append(message)
+                return
+            if message.get("text") is not None:
+                await send({"type": "websocket.send", "text": message["text"][::-1]})
+            else:
+                await send({"type": "websocket.send", "bytes": message["bytes"][::-1]})
+    return app
+
+
+def test_text_and_binary_messages_echo_and_the_scope_says_what_was_asked(rt):
+    seen: list = []
+    url = run(rt, echo(seen), root_path="/app")
+    with connect(f"{url}/app/chat?room=1", subprotocols=["v2", "v1"], open_timeout=WAIT) as ws:
+        assert ws.subprotocol == "v2" and ws.response.headers["x-echo"] == "yes"
+        ws.send("hello")
+        assert ws.recv(WAIT) == "olleh"
+        ws.send(b"\x00\x01\x02")
+        assert ws.recv(WAIT) == b"\x02\x01\x00"
+        ws.send("\u00e9t\u00e9 " * 50_000)                 # fragments, compressed or not
+        assert ws.recv(WAIT) == (" \u00e9t\u00e9" * 50_000)
+    scope = seen[0]
+    assert (scope["type"], scope["scheme"], scope["path"], scope["root_path"]) == (
+        "websocket", "ws", "/app/chat", "/app")
+    assert scope["query_string"] == b"room=1" and scope["subprotocols"] == ["v2", "v1"]
+    assert "websocket.http.response" in scope["extensions"]
+
+
+def test_pings_are_answered_while_the_application_reads_nothing(rt):
+    release = threading.Event()
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        await asyncio.to_thread(release.wait, WAIT)   # reads nothing meanwhile
+
+    url = run(rt, app)
+    with connect(url, open_timeout=WAIT) as ws:
+        assert ws.ping(b"are you there").wait(WAIT)
+        release.set()
+
+
+def test_the_application_closes_with_its_code_and_reason(rt):
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": 4001, "reason": "enough"})
+
+    with connect(run(rt, app), open_timeout=WAIT) as ws, pytest.raises(ConnectionClosed):
+        ws.recv(WAIT)
+    assert (ws.close_code, ws.close_reason) == (4001, "enough")
+
+
+def test_the_client_closes_with_its_code_and_reason(rt):
+    seen: list = []
+    with connect(run(rt, echo(seen)), open_timeout=WAIT) as ws:
+        ws.close(4002, "bye")
+    until(lambda: len(seen), lambda n: n == 2)
+    assert seen[1] == {"type": "websocket.disconnect", "code": 4002, "reason": "bye"}
+
+
+def test_a_message_over_the_size_limit_closes_with_1009(rt):
+    seen: list = []
+    with connect(run(rt, echo(seen), ws_max_size=1000), open_timeout=WAIT) as ws:
+        ws.send("small")
+        assert ws.recv(WAIT) == "llams"
+        ws.send(b"x" * 2000)
+        with pytest.raises(ConnectionClosed):
+            ws.recv(WAIT)
+    assert ws.close_code == 1009
+    until(lambda: len(seen), lambda n: n == 2)
+    assert seen[1]["code"] == 1009
+
+
+@pytest.mark.parametrize("refusal, status", [
+    ([{"type": "websocket.close"}], 403),
+    ([{"type": "websocket.http.response.start", "status": 401,
+       "headers": [(b"content-type", b"text/plain")]},
+      {"type": "websocket.http.response.body", "body": b"who are you?"}], 401),
+    ([], 403),                                        # returned without a word
+])
+def test_refused_before_the_handshake_the_client_gets_an_http_status(rt, refusal, status):
+    async def app(scope, receive, send):
+        await receive()
+        for message in refusal:
+            await send(message)
+
+    with pytest.raises(InvalidStatus) as info:
+        connect(run(rt, app), open_timeout=WAIT)
+    assert info.value.response.status_code == status
+    if status == 401:
+        assert info.value.response.body == b"who are you?"
+
+
+def test_an_application_that_raises_after_accepting_closes_with_1011(rt):
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        await receive()
+        raise ValueError("boom")
+
+    with connect(run(rt, app), open_timeout=WAIT) as ws:
+        ws.send("anything")
+        with pytest.raises(ConnectionClosed):
+            ws.recv(WAIT)
+    assert ws.close_code == 1011
+
+
+def test_a_stopping_server_closes_with_1012_and_tells_the_application(rt):
+    seen: list = []
+    with connect(run(rt, echo(seen)), open_timeout=WAIT) as ws:
+        ws.send("x")
+        assert ws.recv(WAIT) == "x"
+        stopper = threading.Thread(target=rt.stop)
+        stopper.start()
+        with pytest.raises(ConnectionClosed):
+            ws.recv(WAIT)
+        stopper.join(WAIT)
+    assert ws.close_code == 1012 and seen[1]["code"] == 1012
+
+
+def test_many_messages_both_ways_arrive_whole_and_in_order(rt):
+    """More than the read and write limits in flight: reading pauses while the application
+    lags, sending waits while the client does; nothing is lost or reordered."""
+    url = run(rt, echo())
+    block = bytes(range(256)) * 256                   # 64 KB
+    with connect(url, open_timeout=WAIT, max_size=None) as ws:
+        sender = threading.Thread(target=lambda: [ws.send(block[i:] + block[:i])
+                                                  for i in range(64)])     # 4 MB
+        sender.start()
+        for i in range(64):
+            assert ws.recv(WAIT) == (block[i:] + block[:i])[::-1]
+        sender.join(WAIT)
+
+
+def test_a_plain_http_request_still_reaches_an_asgi_application(rt):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": scope["type"].encode()})
+
+    url = run(rt, app).replace("ws://", "http://")
+    assert urllib.request.urlopen(url, timeout=WAIT).read() == b"http"
+
+
+def test_a_send_waiting_for_a_client_that_goes_away_raises(rt, monkeypatch):
+    raised, done, waiting = [], threading.Event(), threading.Event()
+    drained = websocket.WebSocket._drained
+
+    async def noting(self):                         # the application's send now waits
+        waiting.set()
+        await drained(self)
+
+    monkeypatch.setattr(websocket.WebSocket, "_drained", noting)
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        try:
+            for _ in range(10_000):                    # 640 MB, if nobody stopped it
+                await send({"type": "websocket.send", "bytes": b"x" * 65536})
+        except OSError as exc:
+            raised.append(exc)
+        done.set()
+
+    port = int(run(rt, app).rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 101")
+        assert waiting.wait(WAIT)                      # behind us: we read nothing more
+    assert done.wait(WAIT) and len(raised) == 1
