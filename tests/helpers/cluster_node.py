@@ -1,7 +1,9 @@
 """A node of a cluster stage in a process of its own, for the tests that kill one: it consumes
 stream STREAM of the Redis at URL with THREADS threads and writes what it handles to an
 idempotent sink in the same Redis (a hash from each delivery's key to the event), counting
-every call, first or repeated. It prints "ready" once consuming and stops cleanly on SIGTERM.
+every call, first or repeated. While the key ``pause`` exists, each batch waits before it is
+handled, holding its entries (so a test can kill a node that surely has some in hand). It
+prints "ready" once consuming and stops cleanly on SIGTERM.
 
     python -m tests.helpers.cluster_node URL STREAM THREADS CLAIM_IDLE
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 
 import redis
 
@@ -30,6 +33,8 @@ class IdempotentSink(seda.EventHandler):
         self.client = redis.Redis.from_url(self.url)
 
     def handle_events(self, events):
+        while self.client.exists("pause"):
+            time.sleep(0.01)
         pipe = self.client.pipeline(transaction=False)
         for n, d in zip(events, deliveries(), strict=True):
             pipe.hsetnx("sink", d.key, n)

@@ -64,17 +64,6 @@ def held_by(client, consumer_part: str) -> int:
     return sum(c["pending"] for c in consumers if consumer_part in c["name"].decode())
 
 
-def freeze_holding(proc: subprocess.Popen, client, victim: str) -> bool:
-    """Stop the node (SIGSTOP); True if it holds entries then, else let it go on. A command
-    it sent just before stopping reaches Redis before ours, so two looks that agree are the
-    frozen node's state."""
-    proc.send_signal(signal.SIGSTOP)
-    if held_by(client, victim) > 0 and held_by(client, victim) > 0:
-        return True
-    proc.send_signal(signal.SIGCONT)
-    return False
-
-
 def kill_a_node_mid_run(total: int, seconds: float) -> None:
     server = redis_server.server()
     client = server.client()
@@ -85,8 +74,10 @@ def kill_a_node_mid_run(total: int, seconds: float) -> None:
             sink.enqueue_many(range(start, min(total, start + 1000)))
         wait_for(lambda: client.hlen("sink"), lambda n: n >= total // 5, seconds)
         victim = f":{nodes[0].pid}:"
-        wait_for(lambda: freeze_holding(nodes[0], client, victim), bool, seconds)
+        client.set("pause", 1)                         # every node's next batch waits in hand
+        wait_for(lambda: held_by(client, victim), lambda n: n > 0, seconds)
         nodes[0].send_signal(signal.SIGKILL)           # mid-run, batches in hand
+        client.delete("pause")
         nodes[0].wait()
         assert held_by(client, victim) > 0             # left for the others to take over
         wait_for(lambda: client.hlen("sink"), lambda n: n >= total, seconds)
