@@ -73,12 +73,13 @@ def kill_a_node_mid_run(total: int, seconds: float) -> None:
         for start in range(0, total, 1000):
             sink.enqueue_many(range(start, min(total, start + 1000)))
         wait_for(lambda: client.hlen("sink"), lambda n: n >= total // 5, seconds)
-        victim = f":{nodes[0].pid}:"
         client.set("pause", 1)                         # every node's next batch waits in hand
-        wait_for(lambda: held_by(client, victim), lambda n: n > 0, seconds)
-        nodes[0].send_signal(signal.SIGKILL)           # mid-run, batches in hand
+        holding = wait_for(lambda: [p for p in nodes if held_by(client, f":{p.pid}:")], bool,
+                           seconds)
+        dead, victim = holding[0], f":{holding[0].pid}:"
+        dead.send_signal(signal.SIGKILL)               # mid-run, a batch in hand
         client.delete("pause")
-        nodes[0].wait()
+        dead.wait()
         assert held_by(client, victim) > 0             # left for the others to take over
         wait_for(lambda: client.hlen("sink"), lambda n: n >= total, seconds)
         wait_for(lambda: client.xpending("work", "nodes")["pending"], lambda n: n == 0, seconds)
