@@ -74,8 +74,10 @@ def kill_a_node_mid_run(total: int, seconds: float) -> None:
             sink.enqueue_many(range(start, min(total, start + 1000)))
         wait_for(lambda: client.hlen("sink"), lambda n: n >= total // 5, seconds)
         client.set("pause", 1)                         # every node's next batch waits in hand
-        holding = wait_for(lambda: [p for p in nodes if held_by(client, f":{p.pid}:")], bool,
-                           seconds)
+        holding, *_ = wait_for(lambda: ([p for p in nodes if held_by(client, f":{p.pid}:")],
+                                        client.xpending("work", "nodes"), client.hlen("sink"),
+                                        client.xlen("work"), [p.poll() for p in nodes]),
+                               lambda seen: bool(seen[0]), seconds)   # (the rest, if it fails)
         dead, victim = holding[0], f":{holding[0].pid}:"
         dead.send_signal(signal.SIGKILL)               # mid-run, a batch in hand
         client.delete("pause")
