@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import seda
+from benchmarks.cluster_hop import stop_nodes
 from seda.cluster import RedisQueue, Unavailable
 
 from tests.helpers import redis_server
@@ -28,18 +29,6 @@ def start_node(url: str, threads: int = 2, claim_idle: float = 1.0) -> subproces
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
-
-
-def stop_nodes(nodes: list[subprocess.Popen]) -> None:
-    for proc in nodes:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in nodes:
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def producer(url: str) -> seda.Sink:
