@@ -313,7 +313,7 @@ def fig52_report(setup: Setup, runs: list[Run], out: Path) -> str:
 
 # fig53 / fig54 ---------------------------------------------------------------------------------
 
-FIG53_USERS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+FIG53_USERS = (2, 8, 32, 128, 256, 512, 1024)   # past the knee (about 64 users) every doubling
 
 
 def steady_runs(labels: list[str], setup: Setup, points: tuple[int, ...]) -> list[Run]:
@@ -456,7 +456,7 @@ def fig58_report(setup: Setup, runs: list[Run], out: Path) -> str:
 def frontdoor_phases(setup: Setup) -> tuple[Phases, float, float]:
     """A few Markov users all along (below capacity), and a crowd of search-only users."""
     base, length, after, users, crowd = ((1.5, 3.0, 1.5, 2, 12) if setup.quick
-                                         else (20.0, 60.0, 20.0, 4, 200))
+                                         else (20.0, 60.0, 20.0, 4, 600))
     return ([(base, {USERS.name: users}), (length, {USERS.name: users, SEARCHERS.name: crowd}),
              (after, {USERS.name: users})], base + (1.0 if setup.quick else 5.0), base + length)
 
@@ -525,7 +525,7 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 # the full runs' length, for --help and docs/control.md: seconds of load per run, runs
-FULL = {"fig52": (120, 2), "fig53": (80, 30), "fig54": (80, 4), "fig55": (120, 5),
+FULL = {"fig52": (120, 2), "fig53": (80, 21), "fig54": (80, 4), "fig55": (120, 5),
         "fig56": (120, 3), "fig58": (300, 4), "frontdoor": (100, 4)}
 
 

@@ -22,7 +22,8 @@ class _Class(Estimate):
     def __init__(self, target: float) -> None:
         super().__init__(target)
         self.share = 1.0
-        self.bound = float("inf")          # queue length at which its arrivals are refused
+        self.bound = float("inf")          # queue length at which arrivals are refused: set
+                                           # by the controller's first tick
 
 
 class ResponseTimeBound(Controller):
@@ -38,7 +39,8 @@ class ResponseTimeBound(Controller):
     ``share`` closes the loop on the measured p90 the way the thesis's controller tunes its
     rate: after ``nreq`` samples or ``timeout`` s, ``cur = alpha*cur + (1-alpha)*p90``,
     ``err = (cur - target)/target``; ``err > err_d``: share / ``adj_d``; ``err < err_i``:
-    share x ``adj_d`` up to 1. It answers within a round of a load spike, where a token bucket
+    share x ``adj_d`` up to 1. Until the first events are served the capacity is unknown,
+    and the bound is the events the stage serves at once. It answers within a round of a load spike, where a token bucket
     started at ``rate_max`` must first be cut down to the capacity (docs/control.md).
 
     Classes (thesis 7.2.3): with ``classify(ev) -> int`` and ``targets={class: seconds}``,
@@ -100,14 +102,13 @@ class ResponseTimeBound(Controller):
             self._services.append(response - wait)
 
     def tick(self, now: float) -> None:
+        stage = self.stage
+        assert stage is not None                 # ticked only while attached
+        if self.capacity is None:
+            self._cold_start(stage)
         if not self.rounds.due(now, sum(len(k.samples) for k in self.classes.values())):
             return
-        services = take_all(self._services)
-        if services:
-            stage = self.stage
-            assert stage is not None             # observed only while attached
-            mean = sum(services) / len(services)
-            self.capacity = stage.manager.concurrency() / max(mean, 1e-6)
+        self._measure_capacity(stage)
         idle = not self._length()
         measured = [c for c, k in self.classes.items() if k.measure(idle, self.alpha)]
         over = [c for c in measured if self.classes[c].last_err() > self.err_d]
@@ -117,9 +118,30 @@ class ResponseTimeBound(Controller):
                 k.share = min(1.0, k.share * self.adj_d)
         for c in reversed(over):           # highest first
             self._cut(c)
-        if self.capacity is not None:
-            for k in self.classes.values():      # at least one may wait: an idle stage admits
-                k.bound = max(1.0, self.capacity * k.target * k.share)
+        self._set_bounds(stage)
+
+    def _measure_capacity(self, stage: Stage) -> None:
+        services = take_all(self._services)
+        if services:
+            mean = sum(services) / len(services)
+            self.capacity = stage.manager.concurrency() / max(mean, 1e-6)
+
+    def _cold_start(self, stage: Stage) -> None:
+        """Until a service time is measured the capacity is unknown, and a crowd arriving at a
+        cold stage (1024 logins in its first second) would all be admitted to wait behind each
+        other: admit as many as run at once, and size the bound from the first events served
+        rather than waiting for the round to end."""
+        if self._services:
+            self._measure_capacity(stage)
+        self._set_bounds(stage)
+
+    def _set_bounds(self, stage: Stage) -> None:
+        capacity = self.capacity
+        for k in self.classes.values():      # at least one may wait: an idle stage admits
+            if capacity is None:
+                k.bound = max(1.0, stage.manager.concurrency())
+            else:
+                k.bound = max(1.0, capacity * k.target * k.share)
 
     def _cut(self, c: int) -> None:
         lower = [k for d, k in self.classes.items() if d < c and k.share > self.share_min]

@@ -76,3 +76,19 @@ def test_a_stage_slower_than_its_target_still_lets_one_wait():
     assert rb.accept(None)
     stage.queue = 1
     assert not rb.accept(None)
+
+
+def test_a_cold_stage_admits_what_it_serves_at_once_until_its_first_events_are_served():
+    stage = FakeStage()
+    stage.manager.size = 2
+    rb = ResponseTimeBound(0.1)                       # a round needs 100 samples or 1 s
+    rb.attach(stage)
+    rb.tick(0.0)
+    stage.queue = 1
+    assert rb.accept(None)
+    stage.queue = 2                                   # a crowd at a cold stage: two run, no more
+    assert not rb.accept(None) and rb.capacity is None
+    rb.observe([1], [0.0], [0.01])                    # the first event served, 10 ms
+    rb.tick(0.001)                                    # mid-round: the capacity is sized at once
+    assert rb.capacity == pytest.approx(200) and rb.state()["bound"] == pytest.approx(20)
+    assert rb.accept(None)
