@@ -3,8 +3,6 @@ header or a cookie decide who is refused first, and a refusal is an immediate 50
 
 from __future__ import annotations
 
-import http.client
-import queue
 import threading
 from http.cookies import SimpleCookie
 
@@ -12,10 +10,10 @@ import pytest
 
 import seda
 from haboob import server
-from haboob.server import Options, build, classifier
-from seda.control import ResponseTimeBound
+from haboob.server import classifier
 
 from tests.helpers import WAIT
+from tests.helpers.admission import send, start
 
 
 class Request:
@@ -64,36 +62,10 @@ def blocked_app():
     return app, entered, release
 
 
-def start(rt, app, **options):
-    """Haboob with one application, and the queue of its admission decisions as they are made
-    (so a test knows a request is queued before it sends the next)."""
-    address = build(rt, Options(port=0, apps=[("/", app)], threads=1, target_p90=0.1,
-                                **options)).address
-    sink = rt.sink("haboob.app0:/")
-    predicate, decided = sink.predicate, queue.Queue()
-    assert isinstance(predicate, ResponseTimeBound)
-    accept = predicate.accept
-
-    def recording(ev):
-        ok = accept(ev)
-        decided.put(ok)
-        return ok
-
-    predicate.accept = recording
-    sink.predicate = predicate                # the sink binds accept when it is set
-    return address, predicate, decided
-
-
-def send(address, headers=None):
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request("GET", "/", headers=headers or {})
-    return c
-
-
 def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app)
+        address, predicate, decided = start(rt, app, threads=1)
         for k in predicate.classes.values():
             k.bound = 1.0                               # as after a spike: admit one queued
         busy = send(address)
@@ -110,7 +82,7 @@ def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app)
 def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, class_header="X-Class")
+        address, predicate, decided = start(rt, app, threads=1, class_header="X-Class")
         for c, k in predicate.classes.items():
             k.bound = 10.0 if c == 9 else 1.0
         busy = send(address)

@@ -5,18 +5,16 @@ classes WSGI stages have; a refusal is an immediate 503."""
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
-import queue
 import threading
 
 import pytest
 
 import seda
 from haboob.server import Options, asgi, build
-from seda.control import ResponseTimeBound
 
 from tests.helpers import WAIT
+from tests.helpers.admission import send, start
 from tests.helpers.net import fetch
 
 
@@ -91,36 +89,10 @@ def blocked_app():
     return app, entered, release
 
 
-def start(rt, app, **options):
-    """Haboob with one ASGI application taking one request at a time, and the queue of its
-    admission decisions as they are made."""
-    address = build(rt, Options(port=0, apps=[("/", app)], tasks=1, target_p90=0.1,
-                                **options)).address
-    sink = rt.sink("haboob.app0:/")
-    predicate, decided = sink.predicate, queue.Queue()
-    assert isinstance(predicate, ResponseTimeBound)
-    accept = predicate.accept
-
-    def recording(ev):
-        ok = accept(ev)
-        decided.put(ok)
-        return ok
-
-    predicate.accept = recording
-    sink.predicate = predicate                # the sink binds accept when it is set
-    return address, predicate, decided
-
-
-def send(address, headers=None):
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request("GET", "/", headers=headers or {})
-    return c
-
-
 def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app)
+        address, predicate, decided = start(rt, app, tasks=1)
         for k in predicate.classes.values():
             k.bound = 2.0                    # one in flight and one queued (the sink counts both)
         busy = send(address)
@@ -137,7 +109,7 @@ def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app)
 def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
     app, entered, release = blocked_app
     with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, class_header="X-Class")
+        address, predicate, decided = start(rt, app, tasks=1, class_header="X-Class")
         for c, k in predicate.classes.items():
             k.bound = 10.0 if c == 9 else 2.0
         busy = send(address)
