@@ -18,6 +18,7 @@ import socket
 from gnutella.descriptors import QueryFlags, encode, encode_ping, encode_query
 
 from tests.helpers import qrp
+from tests.helpers.servent import handshake_lines
 
 USER_AGENT = "gtk-gnutella/1.2.2 (2022-02-25; GTK2; Linux x86_64)"
 GUID_HEX = "5C3E1A8F0B6D4E27FF11A9C0D2B37E00"
@@ -79,13 +80,7 @@ def final(*, deflate: bool) -> bytes:
 def read_block(sock: socket.socket) -> tuple[str, dict[str, str], bytes]:
     """One handshake step as it reads one (header names case-insensitive): the status line,
     the headers, what came after."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(4096)
-        assert chunk, f"closed after {data!r}"
-        data += chunk
-    block, rest = data.split(b"\r\n\r\n", 1)
-    line, *lines = block.decode("latin-1").split("\r\n")
+    line, lines, rest = handshake_lines(sock)
     headers = {}
     for h in lines:
         name, _, value = h.partition(":")

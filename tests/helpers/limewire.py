@@ -18,6 +18,7 @@ import socket
 from gnutella.descriptors import QueryFlags, encode_ping, encode_query
 
 from tests.helpers import qrp
+from tests.helpers.servent import handshake_lines
 
 USER_AGENT = "LimeWire/5.5.16"
 SOFT_MAX = 3                  # its X-Max-TTL, and the TTL of its leaves' queries
@@ -60,13 +61,7 @@ def final(*, deflate: bool) -> bytes:
 def read_block(sock: socket.socket) -> tuple[str, dict[str, str], bytes]:
     """One step as it reads one (HandshakeSupport.processReadHeader): the name exactly as
     written up to the first colon, the value trimmed."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(4096)
-        assert chunk, f"closed after {data!r}"
-        data += chunk
-    block, rest = data.split(b"\r\n\r\n", 1)
-    line, *lines = block.decode("latin-1").split("\r\n")
+    line, lines, rest = handshake_lines(sock)
     headers = {}
     for h in lines:
         i = h.find(":")

@@ -177,3 +177,16 @@ def running(**options) -> Iterator[tuple[seda.Runtime, Service]]:
 def handler_stats(rt: seda.Runtime, stage: str) -> dict:
     """What a stage's handler counts (``EventHandler.stats``), as the status page shows it."""
     return rt.stats()[stage]["handler"]
+
+
+def handshake_lines(sock: socket.socket) -> tuple[str, list[str], bytes]:
+    """One handshake step read whole from ``sock``: its first line, its header lines
+    unparsed (each servent parses them its own way), and what came after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    block, rest = data.split(b"\r\n\r\n", 1)
+    line, *lines = block.decode("latin-1").split("\r\n")
+    return line, lines, rest
