@@ -50,16 +50,22 @@ class Count(seda.EventHandler):
         self.client.close()
 
 
-def node(url: str, threads: int, claim_idle: float) -> None:
-    """A consumer process: runs until SIGTERM; says "ready" once consuming."""
+def run_node(name: str, handler: seda.EventHandler, queue: RedisQueue, threads: int) -> None:
+    """This process as one node of a cluster stage: runs until SIGTERM; says "ready" on
+    stdout once consuming (what ``start_nodes`` waits for)."""
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     rt = seda.Runtime()
-    rt.add_stage("bench", Count(url), threads=threads, batch=64,
-                 queue=RedisQueue(url, stream=STREAM, group="bench", claim_idle=claim_idle))
+    rt.add_stage(name, handler, threads=threads, batch=64, queue=queue)
     with rt:
         print("ready", flush=True)
         done.wait()
+
+
+def node(url: str, threads: int, claim_idle: float) -> None:
+    """A consumer process of the benchmark."""
+    run_node("bench", Count(url),
+             RedisQueue(url, stream=STREAM, group="bench", claim_idle=claim_idle), threads)
 
 
 def start_nodes(url: str, count: int, threads: int, claim_idle: float) -> list[Any]:

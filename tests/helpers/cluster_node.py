@@ -10,14 +10,13 @@ prints "ready" once consuming and stops cleanly on SIGTERM.
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 
 import redis
 
 import seda
+from benchmarks.cluster_hop import run_node
 from seda.cluster import RedisQueue, deliveries
 
 
@@ -48,14 +47,8 @@ class IdempotentSink(seda.EventHandler):
 
 def main(argv: list[str]) -> None:
     url, stream, threads, claim_idle = argv[0], argv[1], int(argv[2]), float(argv[3])
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    rt = seda.Runtime()
-    rt.add_stage("node", IdempotentSink(url), threads=threads, batch=64,
-                 queue=RedisQueue(url, stream=stream, group="nodes", claim_idle=claim_idle))
-    with rt:
-        print("ready", flush=True)
-        done.wait()
+    run_node("node", IdempotentSink(url),
+             RedisQueue(url, stream=stream, group="nodes", claim_idle=claim_idle), threads)
 
 
 if __name__ == "__main__":
