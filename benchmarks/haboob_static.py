@@ -5,7 +5,7 @@ core 1, keep-alive connections, every point repeated for medians.
 
     python -m benchmarks.haboob_static [--runs 5] [--seconds 6] [--conns 64,1024]
         [--workloads 100k,tls-1k,tls-1m,specweb] [--servers nginx,uvicorn,haboob]
-        [--fileset-mb 1000] [--cache-mb 200] [--out DIR]
+        [--fileset-mb 2000] [--cache-mb 200] [--out DIR]
 
 The servers run as refbench.sh runs them: Haboob with its defaults over the files (``--root``),
 nginx with one worker, sendfile and an open-file cache, uvicorn (uvloop, httptools) with
@@ -342,8 +342,8 @@ def parse(argv: list[str] | None) -> tuple[Settings, Path]:
                         help=f"some of {','.join(SERVERS)} (all)")
     parser.add_argument("--warmup", type=int, default=1,
                         help="seconds of load before a server's first point (1)")
-    parser.add_argument("--fileset-mb", type=float, default=1000.0,
-                        help="the SPECweb99 file set, MiB (1000)")
+    parser.add_argument("--fileset-mb", type=float, default=2000.0,
+                        help="the SPECweb99 file set, MiB (2000)")
     parser.add_argument("--cache-mb", type=float, default=200.0,
                         help="Haboob's page cache, MiB (200, its default)")
     parser.add_argument("--out", type=Path, default=RESULTS,
