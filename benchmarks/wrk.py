@@ -22,9 +22,9 @@ _NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 _UNIT_B = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}     # wrk's units are binary
 
-# wrk runs this in each thread: the paths, one a line, taken in turn from the one after the
-# argument given after "--" (args[0] is the URL), so that every server measured with the same
-# list and start gets the same sequence of requests.
+# wrk runs this in each thread: the paths, one a line, taken in turn from the place given after
+# "--" (args[0] is the URL), so that every server measured with the same list and start gets
+# the same sequence of requests.
 _LUA = """local paths = {}
 for line in io.lines("%s") do paths[#paths + 1] = line end
 local i = 0

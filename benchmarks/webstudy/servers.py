@@ -49,8 +49,9 @@ def nginx_conf(root: str, port: int, work: Path, *, tls: tuple[Path, Path] | Non
                     ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     listen = f"listen {LOCAL}:{port};"
     if tls is not None:
+        # nginx 1.22 offers TLS 1.0-1.2 unless told; Python's servers offer 1.2 and 1.3
         listen = (f"listen {LOCAL}:{port} ssl; ssl_certificate {tls[0]}; "
-                  f"ssl_certificate_key {tls[1]};")
+                  f"ssl_certificate_key {tls[1]}; ssl_protocols TLSv1.2 TLSv1.3;")
     files = f" open_file_cache max={open_files};" if open_files else ""
     return (f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log {work}/nginx.err;\n"
             f"worker_rlimit_nofile 20000;\nevents {{ worker_connections 8192; }}\n"

@@ -111,7 +111,8 @@ def test_a_tiny_run_measures_every_kind_of_workload(tmp_path: Path) -> None:
         r = measured[("100k", s)]
         assert r["mib_s"] * 2**20 / r["rps"] == pytest.approx(100 * 1024, rel=0.02)
     assert set(results["tls"]) == {"nginx", "uvicorn", "haboob"}
-    assert all(v.startswith("TLSv1.") for v in results["tls"].values())
+    # the same certificate and the same protocol version on every server
+    assert len({v.split()[0] for v in results["tls"].values()}) == 1, results["tls"]
     # a file set of about 5 MiB over a 1 MiB cache: Haboob reads files from disk
     assert results["mix"]["fileset_mb"] > 4 and results["mix"]["lru_request_misses"] > 0
     assert measured[("specweb", "haboob")]["miss_events"] > 0
