@@ -97,9 +97,9 @@ class Settings:
                    for w in self.workloads) * len(self.conns)
 
     def estimate_s(self) -> float:
-        """The whole run: every point, and per server start about 1 s and the warm-up."""
+        """The whole run: every point, and per server start about 2 s and the warm-up."""
         starts = self.points() // len(self.conns)
-        return self.runs * (self.points() * self.seconds + starts * (1 + self.warmup))
+        return self.runs * (self.points() * self.seconds + starts * (2 + self.warmup))
 
 
 @dataclass(frozen=True)
