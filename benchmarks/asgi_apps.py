@@ -1,12 +1,14 @@
 """ASGI applications the benchmarks serve (importable by haboob, uvicorn and hypercorn): the
-1 KB answer of refbench (../shared/tools/refbench.sh), and one that burns CPU as
-wsgi_apps.burn does. FastAPI's are in fastapi_apps.py, so that serving these imports none of
-it."""
+1 KB answer of refbench (../shared/tools/refbench.sh), the same answer with the bytes of any
+file, and one that burns CPU as wsgi_apps.burn does. FastAPI's are in fastapi_apps.py, so that
+serving these imports none of it."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
+from typing import Any
 
 from benchmarks.wsgi_apps import BURN_S
 
@@ -21,6 +23,22 @@ async def hello(scope, receive, send):
         return
     await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
     await send({"type": "http.response.body", "body": BODY})
+
+
+def file_answer() -> Any:
+    """A factory (uvicorn --factory): refbench's application answering with the bytes of the
+    file named by the environment variable ``BENCH_FILE``, read once, as refbench's uvicorn
+    serves its 1 KB file from memory."""
+    with open(os.environ["BENCH_FILE"], "rb") as f:
+        body = f.read()
+    headers = [(b"content-type", b"text/html"), (b"content-length", str(len(body)).encode())]
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+    return app
 
 
 async def burn(scope, receive, send):

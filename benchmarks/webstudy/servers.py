@@ -39,22 +39,33 @@ def nginx_binary() -> str | None:
     return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
 
 
-def nginx_conf(root: str, port: int, work: Path) -> str:
-    """One worker, no access log, sendfile, and the baselines' content types."""
+def nginx_conf(root: str, port: int, work: Path, *, tls: tuple[Path, Path] | None = None,
+               open_files: int = 0) -> str:
+    """One worker, no access log, sendfile, and the baselines' content types; with ``tls``
+    (certificate, key) HTTPS, with ``open_files`` a cache of that many open descriptors (as
+    refbench.sh configures nginx)."""
     types = " ".join(f"{ctype} {ext[1:]};" for ext, ctype in TYPES.items())
     temp = " ".join(f"{kind}_temp_path {work};" for kind in
                     ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    listen = f"listen {LOCAL}:{port};"
+    if tls is not None:
+        # nginx 1.22 offers TLS 1.0-1.2 unless told; Python's servers offer 1.2 and 1.3
+        listen = (f"listen {LOCAL}:{port} ssl; ssl_certificate {tls[0]}; "
+                  f"ssl_certificate_key {tls[1]}; ssl_protocols TLSv1.2 TLSv1.3;")
+    files = f" open_file_cache max={open_files};" if open_files else ""
     return (f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log {work}/nginx.err;\n"
             f"worker_rlimit_nofile 20000;\nevents {{ worker_connections 8192; }}\n"
             f"http {{ access_log off; sendfile on; tcp_nopush on; tcp_nodelay on;\n"
-            f"  keepalive_requests 1000000; {temp}\n  types {{ {types} }}\n"
+            f"  keepalive_requests 1000000;{files} {temp}\n  types {{ {types} }}\n"
             f"  default_type {DEFAULT_TYPE};\n"
-            f"  server {{ listen {LOCAL}:{port}; root {root}; }} }}\n")
+            f"  server {{ {listen} root {root}; }} }}\n")
 
 
-def _nginx(root: str, port: int, work: Path) -> list[str]:
+def nginx_command(root: str, port: int, work: Path, *, tls: tuple[Path, Path] | None = None,
+                  open_files: int = 0) -> list[str]:
+    """nginx in the foreground over ``root``, its configuration (``nginx_conf``) in ``work``."""
     conf = work / "nginx.conf"
-    conf.write_text(nginx_conf(root, port, work))
+    conf.write_text(nginx_conf(root, port, work, tls=tls, open_files=open_files))
     return [nginx_binary() or "nginx", "-e", str(work / "nginx.err"), "-p", str(work),
             "-c", str(conf)]
 
@@ -78,7 +89,7 @@ CANDIDATES: dict[str, Candidate] = {c.name: c for c in [
               _baseline("sped")),
     Candidate("amped", "one event loop and 4 helper processes for disk reads (Flash)",
               _baseline("amped")),
-    Nginx("nginx", "nginx, one worker, access log off, sendfile", _nginx),
+    Nginx("nginx", "nginx, one worker, access log off, sendfile", nginx_command),
     Candidate("uvicorn", "uvicorn + uvloop + httptools, the ASGI app in baselines/apps.py",
               lambda root, port, work: [PY, "-m", "uvicorn", f"{APPS}:asgi", "--host", LOCAL,
                                         "--port", str(port), "--loop", "uvloop", "--http",
