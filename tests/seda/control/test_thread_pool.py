@@ -261,6 +261,9 @@ def test_a_cpu_bound_reset_lowers_the_cap_and_stops_no_thread(rt):
         ctl.tick(2.0)                                 # 0 events/s: back to 6 - 4 threads
         assert ctl.resets == 1 and stage.manager.cap == 2
         assert held.inside == 6 and stage.manager.thread_count() == 6    # none stopped
+        # what a response-time bound turns into capacity: the threads that may serve, not
+        # those that will park once their batch is done
+        assert stage.manager.concurrency() == 2
         held.cut = True
     finally:
         for ev in events:
