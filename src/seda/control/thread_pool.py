@@ -42,7 +42,8 @@ class ThreadPoolController(Controller):
     - While the process keeps the GIL busy (``process`` at least ``saturated``, 0.9 of a core)
       and this pool is one of its main users, no thread can add throughput: another thread that
       computes only makes every other one, the event loop's among them, wait longer for the GIL
-      (16 threads of a WSGI application burning CPU held Haboob's 503s 68 ms, 2 threads 3 ms).
+      (11 threads of a WSGI application burning CPU, left from a slow start, held Haboob's
+      503s 45 ms at p90; one thread, 3 ms).
       A main user's handlers compute (``compute`` >= 0.5), or its threads together use
       ``cpu_bound`` (half a core) or more: a thread waiting for the GIL is in its batch, so N
       threads that only compute show a ``compute`` near 1/N, which alone reads as waiting.
