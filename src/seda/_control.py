@@ -49,8 +49,10 @@ class ControlThread:
     def _tick(self, controller: Controller, due: float) -> None:
         if id(controller) not in self._active:
             return
-        # the next due time follows from this one, so a slow tick does not drift the period
-        nxt = max(due + controller.period, time.monotonic())
+        # the next due time follows from this one, so a slow tick does not drift the period;
+        # but a late tick is not followed at once by another, which would measure a few
+        # milliseconds (the control thread waits for the GIL behind busy stages, too)
+        nxt = max(due + controller.period, time.monotonic() + controller.period / 2)
         self._scheduler.call_at(nxt, functools.partial(self._tick, controller, nxt))
         try:
             controller.tick(time.monotonic())

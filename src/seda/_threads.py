@@ -120,7 +120,9 @@ class ThreadPool:
         return len(self.live)
 
     def concurrency(self) -> int:
-        return len(self.live)
+        """Threads that may run the handler at once: those above a lowered cap only park (a
+        response-time bound counting them would admit a queue those threads never serve)."""
+        return min(self.queue.cap, len(self.live))
 
     @property
     def started_count(self) -> int:

@@ -5,8 +5,9 @@ thrashing, watches throughput fall as threads are added. For a handler that wait
 sockets, a database) both rules go wrong: one slow request holds a thread while the next ones
 queue behind it, and a throughput drop caused by requests that take long reads as thrashing. So
 the pool starts threads as soon as events wait behind threads that are held up (up to its cap;
-see ``seda._threads``), and the thesis's rules act only on handlers that keep the CPU busy, where
-under the GIL threads add contention, not capacity.
+see ``seda._threads``), and the thesis's rules act only on handlers that keep the CPU busy. Once
+the process keeps the GIL busy, threads add contention, not capacity: the pool then sheds the
+threads that cost no throughput.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .._threads import ThreadPool
 
 _COMPUTING = 0.5     # CPU seconds per second of batches: handlers that compute, not wait
+_RETRY = 30          # periods after which a cut that cost throughput is tried again
 
 
 class ThreadPoolController(Controller):
@@ -37,17 +39,27 @@ class ThreadPoolController(Controller):
     handlers that wait, near 1 or more for handlers that compute); and ``process``: the cores
     the whole process used.
 
-    - While the process keeps a core busy (``saturated``, 0.9) and the handlers compute, another
-      thread can only add contention for the GIL: the cap halves each period down to ``min``,
-      and a stall of such threads (a wait for the GIL) starts none.
-    - Below ``cpu_bound`` (half a core), the handlers mostly wait and every thread adds capacity:
-      the cap is ``max``, whatever the throughput does.
-    - At or above it they compute, and the thesis's rules move the cap. While more than
-      ``queue_threshold`` events wait: throughput is smoothed with an EWMA; when it beats the
-      best seen by ``margin`` (20 %), that throughput and the pool size are remembered; when it
-      falls below the best by ``margin``, the cap is reset to the remembered size less a random
-      0..``remove`` threads (so the controller does not sit in a local minimum); otherwise the
-      cap grows by one thread per period, up to ``max``.
+    - While the process keeps the GIL busy (``process`` at least ``saturated``, 0.9 of a core)
+      and this pool is one of its main users, no thread can add throughput: another thread that
+      computes only makes every other one, the event loop's among them, wait longer for the GIL
+      (11 threads of a WSGI application burning CPU, left from a slow start, held Haboob's
+      503s 45 ms at p90; one thread, 3 ms).
+      A main user's handlers compute (``compute`` >= 0.5), or its threads together use
+      ``cpu_bound`` (half a core) or more: a thread waiting for the GIL is in its batch, so N
+      threads that only compute show a ``compute`` near 1/N, which alone reads as waiting.
+      The threads halve each period (down to ``min``) while that costs no throughput; a cut
+      that costs more than ``margin`` (threads that also wait, on a database say, were keeping
+      the GIL busy) is undone, and that size is the pool's ``floor`` while the process stays
+      saturated, for 30 periods at most (then a cut is tried again). A stall of these threads
+      (a wait for the GIL) starts none.
+    - Otherwise, below ``cpu_bound`` (half a core), the handlers mostly wait and every thread
+      adds capacity: the cap is ``max``, whatever the throughput does.
+    - At or above it they compute, with CPU to spare, and the thesis's rules move the cap.
+      While more than ``queue_threshold`` events wait: throughput is smoothed with an EWMA; when
+      it beats the best seen by ``margin`` (20 %), that throughput and the pool size are
+      remembered; when it falls below the best by ``margin``, the cap is reset to the remembered
+      size less a random 0..``remove`` threads (so the controller does not sit in a local
+      minimum); otherwise the cap grows by one thread per period, up to ``max``.
 
     A lower cap never stops a thread in a batch: threads above it finish, park, and exit once
     idle. Periods with no backlog or with waiting handlers say nothing about what threads add
@@ -82,7 +94,10 @@ class ThreadPoolController(Controller):
         self.cpu = 0.0                           # cores the handlers kept busy last period
         self.compute = 0.0                       # the pool's CPU seconds per second in batches
         self.process = 0.0                       # cores the whole process used last period
-        self.contended = 0                       # periods the cap was halved for the GIL
+        self.contended = 0                       # periods the cap was lowered for the GIL
+        self.floor = min                         # the fewest threads a cut found still needed
+        self._floor_left = 0                     # periods the floor still holds
+        self._cut: tuple[int, float] | None = None   # (threads before, events/s before) a cut
         self.throughput: float | None = None     # EWMA, events per second
         self.best = 0.0
         self.best_size = min
@@ -118,20 +133,26 @@ class ThreadPoolController(Controller):
         self.busy = busy / elapsed
         if busy > 0.01 * elapsed:              # (else the pool was idle: nothing to learn)
             self.compute = (sample[2] - last[2]) / busy
-            # a stall of threads that compute is a wait for the GIL: no thread would help
-            pool.grow_on_stall = self.compute < _COMPUTING and not self.thesis
         self.process = (sample[4] - last[4]) / elapsed
+        rate = (sample[1] - last[1]) / elapsed
         if self.thesis:
-            self._thesis_rule((sample[1] - last[1]) / elapsed)
+            self._thesis_rule(rate)
             return
-        if self.process >= self.saturated and self.compute >= _COMPUTING:
-            # The process keeps its one GIL busy and these handlers compute rather than wait:
-            # another thread adds contention, not capacity (a WSGI hello world ran 30 % slower
-            # on 16 threads than on one). Halve the cap; threads above it leave once idle.
-            if pool.cap > self.min:
-                pool.limit(max(self.min, pool.cap // 2))
-                self.contended += 1
+        cut, self._cut = self._cut, None
+        if cut is not None and self._undo(cut, rate):
             return
+        # The process keeps the GIL busy and this pool is one of its main users: its handlers
+        # compute (when they wait for the GIL too, ``compute`` only falls, so a pool of many
+        # threads that compute shows instead as a pool using half a core or more).
+        gil = self.process >= self.saturated and (self.compute >= _COMPUTING
+                                                  or self.cpu >= self.cpu_bound)
+        # a stall of threads that compute, or of threads that share a busy GIL, is a wait for
+        # the GIL: no thread would help
+        pool.grow_on_stall = not gil and self.compute < _COMPUTING
+        if gil:
+            self._fewer(rate)
+            return
+        self.floor = self.min                    # what the cuts found no longer applies
         if self.cpu < self.cpu_bound:
             self.throughput, self.best = None, 0.0     # what was learnt no longer applies
             if pool.cap != self.max:
@@ -139,11 +160,38 @@ class ThreadPoolController(Controller):
             return
         if len(stage.sink) <= self.queue_threshold:
             return
-        rate = (sample[1] - last[1]) / elapsed
         if self.thrash_detect and self._thrashing(rate):
             return
         if pool.cap < self.max:
             pool.limit(pool.cap + 1)
+
+    def _fewer(self, rate: float) -> None:
+        """The GIL is busy: no thread can add throughput, and each one more that computes makes
+        every other thread (the event loop's among them) wait longer for it. Halve the threads
+        while that costs no throughput; a cut that does (threads that also wait, on a database
+        say, were keeping the GIL busy) is undone (``_undo``) and the pool keeps that size
+        (``floor``) for ``_RETRY`` periods."""
+        pool = self._pool
+        self._floor_left -= 1
+        if self._floor_left <= 0:                # (noise, or the handlers changed)
+            self.floor = self.min
+        size = self.size
+        cap = max(self.min, self.floor, size // 2)
+        if cap < pool.cap:
+            if cap < size:                       # threads were running: see what it costs
+                self._cut = (size, rate)
+            pool.limit(cap)
+            self.contended += 1
+
+    def _undo(self, cut: tuple[int, float], rate: float) -> bool:
+        """The period after a cut: if it cost throughput (often leaving the GIL idle, so the
+        process no longer looks saturated), give the threads back and keep them. True if so."""
+        size, before = cut
+        if rate >= before * (1 - self.margin):
+            return False
+        self._pool.limit(size)
+        self.floor, self._floor_left = size, _RETRY
+        return True
 
     def _thesis_rule(self, rate: float) -> None:
         """One thread more while the queue is past its threshold, unless that is thrashing."""
@@ -178,4 +226,5 @@ class ThreadPoolController(Controller):
                 "cpu_bound": self.cpu >= self.cpu_bound,
                 "throughput": self.throughput or 0.0, "best": self.best,
                 "best_size": self.best_size, "resets": self.resets, "compute": self.compute,
-                "process": self.process, "contended": self.contended, "thesis": self.thesis}
+                "process": self.process, "contended": self.contended, "floor": self.floor,
+                "thesis": self.thesis}

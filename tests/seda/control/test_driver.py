@@ -4,6 +4,7 @@ others go on, and their state in the stats and the profiler's samples."""
 from __future__ import annotations
 
 import threading
+import time
 
 import seda
 from seda.control import ResponseTimeController
@@ -53,3 +54,25 @@ def test_controller_state_appears_in_stats_and_profiler_samples(rt, tmp_path):
     assert set(control) == {"threads", "batch", "admission"}
     assert control["threads"]["max"] == 3 and control["batch"]["batch"] == 100
     assert control["admission"]["target_ms"] == 100.0
+
+
+def test_a_late_tick_is_not_followed_at_once_by_another(rt):
+    """A tick held up three periods (here by a slow tick; in a server, by the GIL) would have
+    the next one measure a few microseconds: it comes at least half a period later."""
+    times: list[float] = []
+    seen = threading.Event()
+
+    class Slow(seda.control.Controller):
+        period = 0.05
+
+        def tick(self, now):
+            times.append(now)
+            if len(times) == 1:
+                time.sleep(3 * self.period)          # a tick that runs long, not a wait for one
+            if len(times) == 3:
+                seen.set()
+
+    rt.add_controller(Slow())
+    rt.start()
+    assert seen.wait(WAIT)
+    assert times[2] - times[1] >= Slow.period / 2
