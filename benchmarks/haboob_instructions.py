@@ -2,10 +2,13 @@
 work per request on a machine whose timings wander by 2x between runs.
 
     python -m benchmarks.haboob_instructions [--conns 64] [--seconds 8] [--src DIR]
-                                            [--app MODULE:NAME] [--keep FILE]
+                                            [--app MODULE:NAME] [--keep FILE] [--syscalls]
 
-With ``--app module:name`` the same is measured for a WSGI application answering ``/``;
-``--keep FILE`` keeps the callgrind output for ``callgrind_annotate``.
+With ``--app module:name`` the same is measured for a WSGI or ASGI application answering ``/``
+(Haboob tells which, as it does when serving one); ``--keep FILE`` keeps the callgrind output
+for ``callgrind_annotate``. ``--syscalls`` counts system calls and context switches per request
+instead (``perf stat`` on the server, no valgrind): the cost of the hops between threads, which
+callgrind does not see.
 
 Haboob runs under ``valgrind --tool=callgrind`` on core 0 with instrumentation off. After a
 warm-up, instrumentation is switched on for one wrk run on core 1, off again, and the count is
@@ -24,6 +27,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,22 +44,28 @@ def wrk(port: int, path: str, conns: int, seconds: int) -> int:
     return int(re.search(r"(\d+) requests in", out).group(1))
 
 
+def site(app: str | None, work: Path) -> tuple[list[str], str]:
+    """Haboob's arguments and the path to ask for: the 1 KB file, or ``app`` at ``/``."""
+    if app:
+        return [app], "/"
+    (work / "www").mkdir()
+    rng = random.Random(7)                        # the same 1 KB file as refbench.sh
+    (work / "www" / "index.html").write_bytes(bytes(rng.choice(b"abcdefghij")
+                                                    for _ in range(1024)))
+    return ["--root", str(work / "www")], "/index.html"
+
+
 def measure(src: Path, app: str | None, conns: int, seconds: int,
             keep: Path | None = None) -> tuple[int, int]:
-    """(instructions, requests) of one measured run: the 1 KB file, or ``app`` (a WSGI app,
-    module:name, importable from this checkout) at ``/``."""
+    """(instructions, requests) of one measured run: the 1 KB file, or ``app`` (a WSGI or ASGI
+    app, module:name, importable from this checkout) at ``/``."""
     with tempfile.TemporaryDirectory(prefix="haboob-instr-") as tmp:
         work = Path(tmp)
-        (work / "www").mkdir()
-        rng = random.Random(7)                    # the same 1 KB file as refbench.sh
-        (work / "www" / "index.html").write_bytes(bytes(rng.choice(b"abcdefghij")
-                                                        for _ in range(1024)))
+        args, path = site(app, work)
         port, out = free_port(), work / "callgrind.out"
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}", sys.executable, "-m", "haboob",
-               "--bind", f"127.0.0.1:{port}",
-               *([app] if app else ["--root", str(work / "www")])]
-        path = "/" if app else "/index.html"
+               "--bind", f"127.0.0.1:{port}", *args]
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
             wrk(port, path, conns, 2)                   # warm: the cache, the code paths
@@ -72,19 +82,66 @@ def measure(src: Path, app: str | None, conns: int, seconds: int,
         return total, requests
 
 
+# What a request costs the kernel. A write is a wake-up here: sockets are sent to with sendto,
+# so a write is a byte for a sleeping event loop (the socket loop's pipe, uvloop's eventfd).
+SYSCALL_EVENTS = {"raw_syscalls:sys_enter": "system calls", "syscalls:sys_enter_write":
+                  "wake-ups (writes)", "syscalls:sys_enter_futex": "futex calls",
+                  "syscalls:sys_enter_sendto": "sends", "context-switches": "context switches"}
+
+
+def count_syscalls(src: Path, app: str | None, conns: int,
+                   seconds: int) -> tuple[dict[str, dict[str, int]], int]:
+    """({"socket loop" | "other threads": {event: count}}, requests) of one wrk run, counted by
+    ``perf stat --per-thread``. The socket loop is the thread that sends."""
+    with tempfile.TemporaryDirectory(prefix="haboob-sys-") as tmp:
+        work = Path(tmp)
+        args, path = site(app, work)
+        port, out = free_port(), work / "perf.csv"
+        cmd = [sys.executable, "-m", "haboob", "--bind", f"127.0.0.1:{port}", *args]
+        env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
+        with server(cmd, port, env) as proc:
+            wrk(port, path, conns, 2)                   # warm, as for the instructions
+            perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-o", str(out),
+                                     "-e", ",".join(SYSCALL_EVENTS), "-p", str(proc.pid)])
+            requests = wrk(port, path, conns, seconds)
+            perf.send_signal(signal.SIGINT)
+            perf.wait(30)
+        threads: dict[str, dict[str, int]] = {}
+        for line in out.read_text().splitlines():
+            fields = line.split(",")
+            if len(fields) > 3 and fields[3] in SYSCALL_EVENTS and fields[1].isdigit():
+                threads.setdefault(fields[0], {})[fields[3]] = int(fields[1])
+    loop = max(threads, key=lambda t: threads[t].get("syscalls:sys_enter_sendto", 0))
+    others = {e: sum(t.get(e, 0) for name, t in threads.items() if name != loop)
+              for e in SYSCALL_EVENTS}
+    return {"socket loop": threads[loop], "other threads": others}, requests
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conns", type=int, default=64)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--src", type=Path, default=REPO / "src",
                         help="the src/ directory to measure (default: this checkout's)")
-    parser.add_argument("--app", help="a WSGI app to measure instead of the file, e.g. "
-                        "benchmarks.wsgi_apps:hello")
+    parser.add_argument("--app", help="a WSGI or ASGI app to measure instead of the file, "
+                        "e.g. benchmarks.wsgi_apps:hello or benchmarks.asgi_apps:hello")
     parser.add_argument("--keep", type=Path, help="copy the callgrind output here")
+    parser.add_argument("--syscalls", action="store_true",
+                        help="count system calls and context switches instead (perf stat)")
     args = parser.parse_args()
-    for tool in ("valgrind", "callgrind_control", "wrk"):
+    tools = ("perf", "wrk") if args.syscalls else ("valgrind", "callgrind_control", "wrk")
+    for tool in tools:
         if shutil.which(tool) is None:
-            sys.exit(f"{tool} is needed (apt-get install valgrind wrk)")
+            sys.exit(f"{tool} is needed (apt-get install valgrind linux-perf wrk)")
+    if args.syscalls:
+        counts, requests = count_syscalls(args.src.resolve(), args.app, args.conns,
+                                          args.seconds)
+        print(f"{args.src}: {requests} requests ({args.conns} connections), per request:")
+        for event, label in SYSCALL_EVENTS.items():
+            loop, other = (counts[t].get(event, 0) / requests for t in counts)
+            print(f"  {label:18} {loop + other:7.2f}  (socket loop {loop:.2f}, "
+                  f"other threads {other:.2f})")
+        return
     total, requests = measure(args.src.resolve(), args.app, args.conns, args.seconds,
                               args.keep)
     print(f"{args.src}: {requests} requests, {total:,} instructions, "

@@ -32,7 +32,7 @@ from . import response as responses
 from .body import BodyError
 from .lifespan import Application, Lifespan, Message
 from .request import ClientDisconnected, HttpRequest
-from .response import Headers, Response, StreamBody
+from .response import Headers, Prepared, Response, StreamBody
 
 if TYPE_CHECKING:
     from .._asyncio import LoopFactory
@@ -79,6 +79,18 @@ def websockets() -> Any:
         log.warning("asgi: wsproto is not installed: WebSocket upgrades are served as HTTP")
         return None
     return WebSocket
+
+
+def _head_bytes(fields: list[tuple[bytes, bytes]], length: int | None) -> bytes:
+    """Header lines for a ``Prepared`` response, with a Content-Length of ``length`` unless
+    None. Refuses a line break in a name or value (response splitting), as Response does."""
+    lines = [b"%s: %s\r\n" % field for field in fields]
+    if length is not None:
+        lines.append(b"content-length: %d\r\n" % length)
+    head = b"".join(lines)
+    if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
+        raise ValueError("a header field contains a line break")
+    return head
 
 
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
@@ -159,16 +171,16 @@ class AsgiHandler(EventHandler):
 class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
-    __slots__ = ("body_error", "body_given", "complete", "counted", "gone", "handler",
-                 "head_only", "headers", "length", "loop", "receiving", "req", "status",
-                 "stream")
+    __slots__ = ("body_error", "body_given", "closes", "complete", "counted", "gone", "handler",
+                 "head_only", "length", "loop", "raw", "receiving", "req", "status", "stream")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
         self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
         self.status: int | None = None         # set by http.response.start
-        self.headers: Headers = []
+        self.raw: list[tuple[bytes, bytes]] = []   # the application's fields, hop-by-hop out
         self.length: int | None = None         # the declared Content-Length
+        self.closes = False                    # the application sent a Connection field
         self.head_only = req.method == "HEAD"
         self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
@@ -254,15 +266,17 @@ class _Exchange:
         status = message["status"]
         if not isinstance(status, int) or not 100 <= status <= 999:
             raise ValueError(f"bad ASGI status {status!r}")
-        headers: Headers = []
+        raw = self.raw
         for name, value in message.get("headers", ()):
             lower = bytes(name).lower()
             if lower in _HOP_BY_HOP:
                 continue
             if lower == b"content-length":
                 self.length = int(value)
-            headers.append((name.decode("latin-1"), value.decode("latin-1")))
-        self.status, self.headers = status, headers
+            elif lower == b"connection":
+                self.closes = True
+            raw.append((name, value))
+        self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends
 
@@ -278,7 +292,7 @@ class _Exchange:
                 self._finish(bytes(body))
                 return
             stream = self.stream = StreamBody()
-            self.req.respond(Response(self.status, stream, self.headers))  # type: ignore[arg-type]  # started
+            self.req.respond(Response(self.status, stream, self.headers()))  # type: ignore[arg-type]  # started
         try:
             room = stream.write_nowait(body)
         except ConnectionError:
@@ -292,9 +306,22 @@ class _Exchange:
             if stream.gone:
                 raise ClientDisconnected("the client has gone")
 
+    def headers(self) -> Headers:
+        """The application's header fields as a Response takes them."""
+        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in self.raw]
+
     def _finish(self, body: bytes) -> None:
         """The whole response, in one piece."""
-        headers, length = self.headers, self.length
+        length = self.length
+        if (not (self.head_only or self.closes) and self.status >= 200  # type: ignore[operator]  # started
+                and length in (None, len(body))):
+            # the usual answer: its fields are bytes already, so encode them once here rather
+            # than decode them for a Response that encodes them again
+            head = _head_bytes(self.raw, None if length is not None else len(body))
+            self.req.respond(Prepared(self.status, head, body))  # type: ignore[arg-type]  # started
+            self._completed()
+            return
+        headers = self.headers()
         if self.head_only:
             if length is None and self.status not in _NO_BODY:   # what a GET would have said
                 headers = [*headers, ("content-length", str(self.counted))]

@@ -257,6 +257,29 @@ def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
     assert b"connection: close" in short and short.endswith(b"abcdef")
 
 
+def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_splits(rt):
+    """A response sent in one body message is encoded from the application's bytes (a
+    Content-Length added when it gave none); hop-by-hop fields stay the server's, a
+    Connection: close is kept as the wish to close, and a line break in a field is a 500."""
+    async def app(scope, receive, send):
+        fields = {"/": [(b"X-Kept", b"as given"), (b"transfer-encoding", b"chunked")],
+                  "/close": [(b"connection", b"close")],
+                  "/split": [(b"x-evil", b"a\r\nset-cookie: b")]}[scope["path"]]
+        await answer(send, body=b"hello", headers=fields)
+
+    address = run(rt, app)
+    two = raw(address, b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    first = two[:two.index(b"HTTP/1.1", 1)]
+    assert two.count(b"HTTP/1.1 200") == 2 and first.endswith(b"\r\n\r\nhello")
+    assert b"X-Kept: as given\r\n" in first and b"content-length: 5\r\n" in first
+    assert b"transfer-encoding" not in two.lower()
+    closed = raw(address, b"GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n"
+                          b"Host: x\r\n\r\n")
+    assert closed.count(b"HTTP/1.1 200") == 1 and b"connection: close" in closed.lower()
+    split = raw(address, b"GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert split.startswith(b"HTTP/1.1 500") and b"set-cookie" not in split
+
+
 def test_the_application_stage_sheds_with_503(rt):
     called = []
 
