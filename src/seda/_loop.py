@@ -136,6 +136,8 @@ class EventLoop:
         self._epoll = select.epoll()
         # fd -> [reader, writer] callbacks
         self._watched: dict[int, list[Callable[[], None] | None]] = {}
+        # called after each round of readiness callbacks that had any (see after_poll)
+        self._after_poll: list[Callable[[], None]] = []
         self.sleeping = False        # blocked in select(): cross-thread work must wake it
         self.busy = False            # running anything at all; Runtime.stop watches it
         self._stopping = False
@@ -185,6 +187,12 @@ class EventLoop:
             self.wake()
 
     call_soon_threadsafe = call_soon      # deque.append is atomic; wake() covers the sleeper
+
+    def after_poll(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` on the loop thread after each round of readiness callbacks: a caller
+        whose callbacks only collect (a C ``append``, no Python frame per socket) hands on what
+        they collected there, once per round (loop thread only)."""
+        self._after_poll.append(fn)
 
     def add_reader(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable.
@@ -315,6 +323,9 @@ class EventLoop:
                         writer()
                 except Exception:
                     log.exception("event loop: callback for descriptor %d raised", fd)
+            if events:
+                for fn in self._after_poll:
+                    self._call(fn, ())
         self.busy = False
 
     @staticmethod

@@ -542,7 +542,11 @@ class SocketLayer:
         self.rt, self.loop = rt, rt.loop
         stage = rt.add_stage
         self._reads = _ReadStage()
-        self._read_put = stage(self.READ, self._reads, blocking=False, batch=256).sink.enqueue
+        self._read_sink = stage(self.READ, self._reads, blocking=False, batch=256).sink
+        # connections found readable in this round of the loop's poll, queued for the read
+        # stage together once the round is over: one enqueue per round, not per socket
+        self._readable: deque[Connection] = deque()
+        rt.loop.after_poll(self._queue_reads)
         self.write_put = stage(self.WRITE, _WriteStage(), blocking=False, batch=256).sink.enqueue
         self.listen_sink = rt.add_stage(self.LISTEN, _ListenStage(self), blocking=False).sink
         rt.signals.subscribe(Stopping, self.listen_sink)
@@ -604,12 +608,22 @@ class SocketLayer:
             listener.closed = True
             self.stop_listening(listener)
 
-    def _readable(self, conn: Connection) -> None:
-        """The selector's callback for a readable connection: queue it for the read stage."""
-        try:
-            self._read_put(conn)
-        except SinkError:                    # the read stage is gone: stop asking
-            conn.pause_reading()
+    def _queue_reads(self) -> None:
+        """After a round of the loop's poll: the connections found readable go to the read
+        stage, in one enqueue."""
+        readable = self._readable
+        if readable:
+            conns = list(readable)
+            readable.clear()
+            sink = self._read_sink
+            try:
+                sink.enqueue_many(conns)
+            except SinkError:                # refused whole (a predicate): ask for each
+                for conn in conns:
+                    try:
+                        sink.enqueue(conn)
+                    except SinkError:        # the read stage is gone or sheds: stop asking
+                        conn.pause_reading()
 
     def shutdown(self) -> None:
         """The runtime is stopping: close every listener and connection, on the loop thread."""
@@ -715,7 +729,8 @@ class SocketLayer:
     def _established(self, conn: Connection, options: dict[str, Any],
                      server_side: bool) -> None:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
-        conn._reader = functools.partial(self._readable, conn)
+        # the loop's readiness callback: a C append, no Python frame (see _queue_reads)
+        conn._reader = functools.partial(self._readable.append, conn)
         self.loop.add_reader(conn.fd, conn._reader)
         if options.get("ssl") is not None:
             conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))
