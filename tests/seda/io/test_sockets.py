@@ -368,6 +368,20 @@ def test_a_connection_the_read_stage_refuses_stops_being_read_and_no_other(echo,
             refused.recv(1)
 
 
+def test_connections_the_rate_limit_held_are_read_again_once_it_is_lifted():
+    class Held:                                # a connection the limit paused
+        closed, resumed = False, False
+
+        def resume_reading(self):
+            self.resumed = True
+
+    reads, conn = sockets._ReadStage(), Held()
+    reads.held = [conn]
+    reads.limit = None                         # lifted while the wake-up was on its way
+    reads.handle_events([sockets._ResumeReads()])
+    assert conn.resumed and reads.held == []
+
+
 def test_stopping_stops_accepting_and_reading_first_then_drains(rt, caplog):
     seen = Recorder()
     rt.add_stage("owner", seen, blocking=False)
