@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 from random import randrange
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,6 +33,7 @@ log = logging.getLogger("seda")
 # call over many hops, few enough that sockets are never starved by busy stages.
 BUDGET = 64
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+_popleft = deque.popleft
 _MASKS = (_IN, _OUT)
 _IN_ERR = _IN | select.EPOLLERR | select.EPOLLHUP
 _OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
@@ -263,15 +265,14 @@ class EventLoop:
                     continue
                 stage = lq.stage
                 # Pop one by one: other threads may append meanwhile, so list()+clear() could
-                # lose an event. A lone event (the latency-bound case) skips the comprehension.
+                # lose an event. The n pops run in C (map over popleft), not a Python loop.
                 try:
                     if n == 1:
                         batch = [items.popleft()]
                     else:
                         if n > stage.batch:
                             n = stage.batch
-                        pop = items.popleft
-                        batch = [pop() for _ in range(n)]
+                        batch = list(map(_popleft, repeat(items, n)))
                 except IndexError:          # discard() emptied it meanwhile: nothing to run
                     continue
                 cursor.stage = stage
