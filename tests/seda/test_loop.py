@@ -72,6 +72,41 @@ def test_socket_readiness_callbacks_run_on_the_loop(rt):
         right.close()
 
 
+def test_after_poll_runs_once_a_round_after_its_readiness_callbacks(rt):
+    rt.start()
+    pairs = [socket.socketpair() for _ in range(3)]
+    seen, rounds, done = [], [], threading.Event()
+
+    def readable(sock):
+        def callback():
+            seen.append(sock.recv(100))
+            rt.loop.remove_reader(sock)
+        return callback
+
+    def after():
+        if seen:                               # (rounds before ours may pass with nothing)
+            rounds.append(list(seen))
+            seen.clear()
+            if sum(map(len, rounds)) == 3:
+                done.set()
+
+    def watch():
+        for left, _ in pairs:
+            rt.loop.add_reader(left, readable(left))
+        for _, right in pairs:                 # all three readable before the next poll
+            right.send(b"x")
+
+    try:
+        rt.loop.call_soon_threadsafe(rt.loop.after_poll, after)
+        rt.loop.call_soon_threadsafe(watch)
+        assert done.wait(WAIT)
+        assert rounds == [[b"x", b"x", b"x"]]    # one call, after every callback of the round
+    finally:
+        for left, right in pairs:
+            left.close()
+            right.close()
+
+
 def test_a_failing_callback_does_not_stop_the_loop(rt, caplog):
     end = Recorder()
     rt.add_stage("end", end, blocking=False)

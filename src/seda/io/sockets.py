@@ -194,40 +194,38 @@ class Connection:
         if not self.closed and self._reader is not None:
             self._layer.loop.add_reader(self.fd, self._reader)
 
-    def _receive(self) -> None:
+    def _receive(self) -> bytes | None:
+        """Read once: the bytes for the owner (``b""`` once a half-closing peer has stopped
+        sending), or None if there is nothing for it. The read stage hands them over."""
         if self.closed:
-            return
+            return None
         try:
             data = self.sock.recv(READ_SIZE)
         except (BlockingIOError, InterruptedError):
-            return
+            return None
         except OSError as exc:
             self._teardown(exc)
-            return
+            return None
         if self.lingering:                     # input after our last byte: discard it
             if not data:
                 self._teardown()
-            return
+            return None
         if not data:
             if not self.half_close:
                 self._teardown()
-                return
+                return None
             self.pause_reading()               # the peer is done sending; we may not be
             self._reader = None
-            self.owner.enqueue_lossy(Packet(self, b""))
-            return
+            return data
         if self.tls is not None:
             try:
                 data = self._tls_receive(data)
             except (OSError, ssl.SSLError) as exc:
                 self._teardown(exc)
-                return
+                return None
             if not data:
-                return
-        try:
-            self.owner.enqueue(Packet(self, data))
-        except SinkError as exc:           # the owner sheds load: this connection goes
-            self._teardown(exc)
+                return None
+        return data
 
     def _tls_receive(self, data: bytes) -> bytes:
         """Decrypt; during the handshake, answer it and announce the connection when done."""
@@ -459,23 +457,54 @@ class _ReadStage(EventHandler):
 
     def handle_events(self, conns: list[Any]) -> None:
         limit = self.limit
-        if limit is None:
-            for conn in conns:
-                conn._receive()
-            return
+        # what was read, by owner: handed over once per owner at the end of the batch
+        read: dict[Sink, list[Packet]] = {}
         for conn in conns:
-            if type(conn) is _ResumeReads:
+            if type(conn) is _ResumeReads:         # (also after the limit was lifted)
                 held, self.held = self.held, []
                 for waiting in held:
                     waiting.resume_reading()
-            elif limit.accept():
-                conn._receive()
-            elif not conn.closed:
-                # not reading leaves the data in the kernel: TCP slows the sender down
-                conn.pause_reading()
-                if not self.held:
-                    self.timer.schedule(1.0 / max(limit.rate, 1e-3), self.own, _ResumeReads())
-                self.held.append(conn)
+                continue
+            if limit is not None and not limit.accept():
+                self._hold(conn, limit)
+                continue
+            data = conn._receive()
+            if data is not None:
+                packets = read.get(conn.owner)
+                if packets is None:
+                    packets = read[conn.owner] = []
+                packets.append(Packet(conn, data))
+        for owner, packets in read.items():
+            _hand_over(owner, packets)
+
+    def _hold(self, conn: Connection, limit: TokenBucket) -> None:
+        """Over the rate limit: leave the data in the kernel, where TCP slows the sender down,
+        until the bucket has room again."""
+        if not conn.closed:
+            conn.pause_reading()
+            if not self.held:
+                self.timer.schedule(1.0 / max(limit.rate, 1e-3), self.own, _ResumeReads())
+            self.held.append(conn)
+
+
+def _hand_over(owner: Sink, packets: list[Packet]) -> None:
+    """Packets to their owner: in one enqueue, or one by one under a predicate (which judges
+    each). A data packet refused (the owner sheds load) costs its connection; the end of input
+    (``b""``) is told if the owner takes it."""
+    if owner.predicate is None:
+        try:
+            owner.enqueue_many(packets)
+            return
+        except SinkError:                      # the owner is gone: each connection goes
+            pass
+    for packet in packets:
+        if not packet.data:
+            owner.enqueue_lossy(packet)
+            continue
+        try:
+            owner.enqueue(packet)
+        except SinkError as exc:               # the owner sheds load: this connection goes
+            packet.conn._teardown(exc)
 
 
 class _WriteStage(EventHandler):
@@ -542,7 +571,11 @@ class SocketLayer:
         self.rt, self.loop = rt, rt.loop
         stage = rt.add_stage
         self._reads = _ReadStage()
-        self._read_put = stage(self.READ, self._reads, blocking=False, batch=256).sink.enqueue
+        self._read_sink = stage(self.READ, self._reads, blocking=False, batch=256).sink
+        # connections found readable in this round of the loop's poll, queued for the read
+        # stage together once the round is over: one enqueue per round, not per socket
+        self._readable: deque[Connection] = deque()
+        rt.loop.after_poll(self._queue_reads)
         self.write_put = stage(self.WRITE, _WriteStage(), blocking=False, batch=256).sink.enqueue
         self.listen_sink = rt.add_stage(self.LISTEN, _ListenStage(self), blocking=False).sink
         rt.signals.subscribe(Stopping, self.listen_sink)
@@ -604,12 +637,22 @@ class SocketLayer:
             listener.closed = True
             self.stop_listening(listener)
 
-    def _readable(self, conn: Connection) -> None:
-        """The selector's callback for a readable connection: queue it for the read stage."""
-        try:
-            self._read_put(conn)
-        except SinkError:                    # the read stage is gone: stop asking
-            conn.pause_reading()
+    def _queue_reads(self) -> None:
+        """After a round of the loop's poll: the connections found readable go to the read
+        stage, in one enqueue."""
+        readable = self._readable
+        if readable:
+            conns = list(readable)
+            readable.clear()
+            sink = self._read_sink
+            try:
+                sink.enqueue_many(conns)
+            except SinkError:                # refused whole (a predicate): ask for each
+                for conn in conns:
+                    try:
+                        sink.enqueue(conn)
+                    except SinkError:        # the read stage is gone or sheds: stop asking
+                        conn.pause_reading()
 
     def shutdown(self) -> None:
         """The runtime is stopping: close every listener and connection, on the loop thread."""
@@ -715,7 +758,8 @@ class SocketLayer:
     def _established(self, conn: Connection, options: dict[str, Any],
                      server_side: bool) -> None:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
-        conn._reader = functools.partial(self._readable, conn)
+        # the loop's readiness callback: a C append, no Python frame (see _queue_reads)
+        conn._reader = functools.partial(self._readable.append, conn)
         self.loop.add_reader(conn.fd, conn._reader)
         if options.get("ssl") is not None:
             conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))

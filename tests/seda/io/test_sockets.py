@@ -350,6 +350,38 @@ def test_read_rate_limit_slows_the_sender(echo, rt):
     assert round_trips(20) < 2.0
 
 
+def test_a_connection_the_read_stage_refuses_stops_being_read_and_no_other(echo, rt):
+    _, listener = echo
+    with socket.create_connection(listener.address, timeout=WAIT) as refused, \
+            socket.create_connection(listener.address, timeout=WAIT) as served:
+        port = refused.getsockname()[1]
+        # readable connections reach the read stage together, once a poll round: a refusal
+        # of one must not cost the others their reads
+        rt.sink(SocketLayer.READ).predicate = lambda conn: conn.peer[1] != port
+        refused.sendall(b"a")
+        served.sendall(b"b")
+        assert recv_exactly(served, 1) == b"B"
+        served.sendall(b"c")
+        assert recv_exactly(served, 1) == b"C"
+        refused.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            refused.recv(1)
+
+
+def test_connections_the_rate_limit_held_are_read_again_once_it_is_lifted():
+    class Held:                                # a connection the limit paused
+        closed, resumed = False, False
+
+        def resume_reading(self):
+            self.resumed = True
+
+    reads, conn = sockets._ReadStage(), Held()
+    reads.held = [conn]
+    reads.limit = None                         # lifted while the wake-up was on its way
+    reads.handle_events([sockets._ResumeReads()])
+    assert conn.resumed and reads.held == []
+
+
 def test_stopping_stops_accepting_and_reading_first_then_drains(rt, caplog):
     seen = Recorder()
     rt.add_stage("owner", seen, blocking=False)
