@@ -40,8 +40,9 @@ class ResponseTimeBound(Controller):
     rate: after ``nreq`` samples or ``timeout`` s, ``cur = alpha*cur + (1-alpha)*p90``,
     ``err = (cur - target)/target``; ``err > err_d``: share / ``adj_d``; ``err < err_i``:
     share x ``adj_d`` up to 1. Until the first events are served the capacity is unknown,
-    and the bound is the events the stage serves at once. It answers within a round of a load spike, where a token bucket
-    started at ``rate_max`` must first be cut down to the capacity (docs/control.md).
+    and the bound is the events the stage serves at once. It answers within a round of a
+    load spike, where a token bucket started at ``rate_max`` must first be cut down to the
+    capacity (docs/control.md).
 
     Classes (thesis 7.2.3): with ``classify(ev) -> int`` and ``targets={class: seconds}``,
     each class has its own p90 and share (larger number, higher priority; unknown classes count
