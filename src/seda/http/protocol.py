@@ -292,8 +292,13 @@ class ServerProtocol:
     def _head(self, data: bytes) -> bytes:
         """Feed llhttp up to the end of a head (CRLF CRLF); return what follows it."""
         # a request begins (seen here, where heads are framed: no callback from llhttp needed);
-        # the empty lines a client may send between requests begin none (RFC 9112 2.2)
-        if self.client is IDLE and data[0] not in _EMPTY_LINE:
+        # the empty lines a client may send before a request begin none (RFC 9112 2.2), and
+        # are dropped here rather than fed to llhttp, which would begin the request unseen
+        if self.client is IDLE:
+            if data[0] in _EMPTY_LINE:
+                data = data.lstrip(_EMPTY_LINE)
+                if not data:
+                    return b""
             self.client = _CLIENT[IDLE]["begin"]
             self.deadline = self._now + self.limits.header_timeout
             self._url = b""

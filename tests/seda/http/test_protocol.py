@@ -428,6 +428,16 @@ def test_empty_lines_between_requests_are_no_request():
     assert [r.path for r in c.requests()] == ["/", "/next", "/after"]
 
 
+def test_an_empty_line_in_the_packet_of_the_request_after_it_is_ignored():
+    c = Conn(Limits())
+    (req,) = c.send(b"\r\n" + get("/first"))      # before a connection's first request too
+    c.answer(req)
+    (req,) = c.send(b"\r\n" + get("/second"))
+    c.answer(req)
+    assert [r.path for r in c.requests()] == ["/first", "/second"]
+    assert c.statuses() == [200, 200]
+
+
 def test_an_idle_keep_alive_connection_is_closed_but_not_while_an_answer_is_owed():
     c = Conn(Limits(keepalive_timeout=5, response_timeout=60))
     (req,) = c.send(get("/"))
