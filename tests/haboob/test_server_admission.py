@@ -8,12 +8,14 @@ from http.cookies import SimpleCookie
 
 import pytest
 
-import seda
 from haboob import server
 from haboob.server import classifier
 
 from tests.helpers import WAIT
-from tests.helpers.admission import send, start
+from tests.helpers.admission import (
+    admits_a_higher_class_where_a_lower_is_refused,
+    refuses_over_the_bound_at_once,
+)
 
 
 class Request:
@@ -63,35 +65,8 @@ def blocked_app():
 
 
 def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
-    app, entered, release = blocked_app
-    with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, threads=1)
-        for k in predicate.classes.values():
-            k.bound = 1.0                               # as after a spike: admit one queued
-        busy = send(address)
-        assert entered.acquire(timeout=WAIT)             # the one thread is taken
-        queued = send(address)
-        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)   # admitted, waiting
-        refused = send(address).getresponse()            # over the bound: answered now
-        assert refused.status == 503 and refused.getheader("retry-after") == "1"
-        release.set()
-        assert busy.getresponse().read() == queued.getresponse().read() == b"done"
-        assert predicate.rejected == 1
+    refuses_over_the_bound_at_once(blocked_app, 1.0, threads=1)
 
 
 def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
-    app, entered, release = blocked_app
-    with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, threads=1, class_header="X-Class")
-        for c, k in predicate.classes.items():
-            k.bound = 10.0 if c == 9 else 1.0
-        busy = send(address)
-        assert entered.acquire(timeout=WAIT)
-        queued = send(address)
-        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)
-        assert send(address).getresponse().status == 503               # class 0
-        high = send(address, {"X-Class": "9"})                         # admitted
-        release.set()
-        assert high.getresponse().status == 200
-        for c in (busy, queued):
-            assert c.getresponse().status == 200
+    admits_a_higher_class_where_a_lower_is_refused(blocked_app, 1.0, threads=1)

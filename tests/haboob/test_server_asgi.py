@@ -14,7 +14,10 @@ import seda
 from haboob.server import Options, asgi, build
 
 from tests.helpers import WAIT
-from tests.helpers.admission import send, start
+from tests.helpers.admission import (
+    admits_a_higher_class_where_a_lower_is_refused,
+    refuses_over_the_bound_at_once,
+)
 from tests.helpers.net import fetch
 
 
@@ -90,35 +93,8 @@ def blocked_app():
 
 
 def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app):
-    app, entered, release = blocked_app
-    with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, tasks=1)
-        for k in predicate.classes.values():
-            k.bound = 2.0                    # one in flight and one queued (the sink counts both)
-        busy = send(address)
-        assert entered.acquire(timeout=WAIT)             # the one task slot is taken
-        queued = send(address)
-        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)   # admitted, waiting
-        refused = send(address).getresponse()            # over the bound: answered now
-        assert refused.status == 503 and refused.getheader("retry-after") == "1"
-        release.set()
-        assert busy.getresponse().read() == queued.getresponse().read() == b"done"
-        assert predicate.rejected == 1
+    refuses_over_the_bound_at_once(blocked_app, 2.0, tasks=1)
 
 
 def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
-    app, entered, release = blocked_app
-    with seda.Runtime() as rt:
-        address, predicate, decided = start(rt, app, tasks=1, class_header="X-Class")
-        for c, k in predicate.classes.items():
-            k.bound = 10.0 if c == 9 else 2.0
-        busy = send(address)
-        assert entered.acquire(timeout=WAIT)
-        queued = send(address)
-        assert decided.get(timeout=WAIT) and decided.get(timeout=WAIT)
-        assert send(address).getresponse().status == 503               # class 0
-        high = send(address, {"X-Class": "9"})                         # admitted
-        release.set()
-        assert high.getresponse().status == 200
-        for c in (busy, queued):
-            assert c.getresponse().status == 200
+    admits_a_higher_class_where_a_lower_is_refused(blocked_app, 2.0, tasks=1)
