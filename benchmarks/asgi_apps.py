@@ -14,23 +14,10 @@ from benchmarks.wsgi_apps import BURN_S
 
 _rng = random.Random(7)
 BODY = bytes(_rng.choice(b"abcdefghij") for _ in range(1024))   # refbench's index.html
-_HEADERS = [(b"content-type", b"text/html"), (b"content-length", str(len(BODY)).encode())]
 
 
-async def hello(scope, receive, send):
-    """The plain ASGI application of refbench: what a server costs per request."""
-    if scope["type"] != "http":
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
-    await send({"type": "http.response.body", "body": BODY})
-
-
-def file_answer() -> Any:
-    """A factory (uvicorn --factory): refbench's application answering with the bytes of the
-    file named by the environment variable ``BENCH_FILE``, read once, as refbench's uvicorn
-    serves its 1 KB file from memory."""
-    with open(os.environ["BENCH_FILE"], "rb") as f:
-        body = f.read()
+def answering(body: bytes) -> Any:
+    """refbench's plain ASGI application, answering ``body``: what a server costs per request."""
     headers = [(b"content-type", b"text/html"), (b"content-length", str(len(body)).encode())]
 
     async def app(scope, receive, send):
@@ -39,6 +26,17 @@ def file_answer() -> Any:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
     return app
+
+
+hello = answering(BODY)
+
+
+def file_answer() -> Any:
+    """A factory (uvicorn --factory): refbench's application answering with the bytes of the
+    file named by the environment variable ``BENCH_FILE``, read once, as refbench's uvicorn
+    serves its 1 KB file from memory."""
+    with open(os.environ["BENCH_FILE"], "rb") as f:
+        return answering(f.read())
 
 
 async def burn(scope, receive, send):

@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 
 from benchmarks.results import result_path
 from benchmarks.serving import free_port, server
+from benchmarks.wrk import measure
 
 APPS = {"plain ASGI": "benchmarks.asgi_apps:hello", "FastAPI": "benchmarks.fastapi_apps:hello"}
 CONNS = (64, 1024)
-_RPS = re.compile(r"Requests/sec:\s+([\d.]+)")
-_P99 = re.compile(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", re.M)
-_UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
 def servers(app: str, port: int) -> dict[str, list[str]]:
@@ -44,17 +40,6 @@ def servers(app: str, port: int) -> dict[str, list[str]]:
     return out
 
 
-def wrk(url: str, conns: int, seconds: int) -> tuple[float, float]:
-    """Requests per second and p99 (ms) of one wrk run on core 1."""
-    done = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-                           "--latency", url], capture_output=True, text=True,
-                          timeout=seconds + 60)
-    rps, p99 = _RPS.search(done.stdout), _P99.search(done.stdout)
-    if rps is None or p99 is None:
-        raise RuntimeError(f"wrk measured nothing at {url}:\n{done.stdout}{done.stderr}")
-    return float(rps.group(1)), float(p99.group(1)) * _UNIT_MS[p99.group(2)]
-
-
 def one_run(names: list[str], conns: tuple[int, ...], seconds: int,
             warm: bool = True) -> dict[tuple[str, str, int], tuple[float, float]]:
     """(server, application, connections) -> (requests/s, p99 ms), every server once, each
@@ -67,9 +52,10 @@ def one_run(names: list[str], conns: tuple[int, ...], seconds: int,
                 continue
             with server(cmd, port):
                 if warm:
-                    wrk(f"http://127.0.0.1:{port}/", 16, 1)
+                    measure(f"http://127.0.0.1:{port}/", 16, 1)
                 for c in conns:
-                    found[(name, label, c)] = wrk(f"http://127.0.0.1:{port}/", c, seconds)
+                    done = measure(f"http://127.0.0.1:{port}/", c, seconds)
+                    found[(name, label, c)] = (done.rps, done.p99_ms)
     return found
 
 

@@ -14,23 +14,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from benchmarks.serving import REPO, free_port, server
+from benchmarks.wrk import measure
 
 APP = "benchmarks.wsgi_apps:hello"
-
-
-def wrk(port: int, path: str, conns: int, seconds: int) -> float:
-    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-                          f"http://127.0.0.1:{port}{path}"],
-                         capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
 def commands(root: Path, before: Path) -> dict[str, tuple[list[str], dict, str]]:
@@ -66,9 +58,10 @@ def main() -> None:
             run = {}
             for name, (cmd, env, path) in servers.items():
                 port = free_port()
+                url = f"http://127.0.0.1:{port}{path}"
                 with server([c.format(port=port) for c in cmd], port, env):
-                    wrk(port, path, args.conns, 1)                       # warm up
-                    run[name] = wrk(port, path, args.conns, args.seconds)
+                    measure(url, args.conns, 1)                       # warm up
+                    run[name] = measure(url, args.conns, args.seconds).rps
             runs.append(run)
             print(f"run {i + 1}: " + ", ".join(f"{k}={v:.0f}" for k, v in run.items()),
                   flush=True)

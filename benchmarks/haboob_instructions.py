@@ -33,15 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import wrk
 from benchmarks.serving import REPO, free_port, server
-
-
-def wrk(port: int, path: str, conns: int, seconds: int) -> int:
-    """Requests completed by one wrk run from core 1."""
-    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-                          f"http://127.0.0.1:{port}{path}"],
-                         capture_output=True, text=True, check=True).stdout
-    return int(re.search(r"(\d+) requests in", out).group(1))
 
 
 def site(app: str | None, work: Path) -> tuple[list[str], str]:
@@ -68,10 +61,11 @@ def measure(src: Path, app: str | None, conns: int, seconds: int,
                "--bind", f"127.0.0.1:{port}", *args]
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
-            wrk(port, path, conns, 2)                   # warm: the cache, the code paths
+            url = f"http://127.0.0.1:{port}{path}"
+            wrk.measure(url, conns, 2)                  # warm: the cache, the code paths
             control = ["callgrind_control", str(proc.pid)]
             subprocess.run([*control, "--instr=on"], check=True, capture_output=True)
-            requests = wrk(port, path, conns, seconds)
+            requests = wrk.measure(url, conns, seconds).requests
             subprocess.run([*control, "--instr=off"], check=True, capture_output=True)
             subprocess.run([*control, "--dump"], check=True, capture_output=True)
             dumps = sorted(work.glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
@@ -100,10 +94,11 @@ def count_syscalls(src: Path, app: str | None, conns: int,
         cmd = [sys.executable, "-m", "haboob", "--bind", f"127.0.0.1:{port}", *args]
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
-            wrk(port, path, conns, 2)                   # warm, as for the instructions
+            url = f"http://127.0.0.1:{port}{path}"
+            wrk.measure(url, conns, 2)                  # warm, as for the instructions
             perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-o", str(out),
                                      "-e", ",".join(SYSCALL_EVENTS), "-p", str(proc.pid)])
-            requests = wrk(port, path, conns, seconds)
+            requests = wrk.measure(url, conns, seconds).requests
             perf.send_signal(signal.SIGINT)
             perf.wait(30)
         threads: dict[str, dict[str, int]] = {}
