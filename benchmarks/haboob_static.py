@@ -10,7 +10,7 @@ core 1, keep-alive connections, every point repeated for medians.
 The servers run as refbench.sh runs them: Haboob with its defaults over the files (``--root``),
 nginx with one worker, sendfile and an open-file cache, uvicorn (uvloop, httptools) with
 refbench's application answering from memory (``benchmarks.asgi_apps:file_answer``). Over TLS
-all three use one self-signed ECDSA P-256 certificate made in a temporary directory. The
+all three use one throwaway ECDSA P-256 certificate (``benchmarks.certs``). The
 SPECweb99 mix (the file set and path draws of ``benchmarks.loadgen``, taken in turn by a wrk
 script) is measured on Haboob and nginx: refbench's uvicorn serves one file from memory.
 
@@ -23,8 +23,6 @@ Writes haboob_static.md and haboob_static.json in docs/results/ (or ``--out``).
 from __future__ import annotations
 
 import argparse
-import datetime
-import ipaddress
 import json
 import os
 import platform
@@ -44,12 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-from benchmarks import wrk
+from benchmarks import certs, wrk
 from benchmarks.asgi_apps import BODY
 from benchmarks.loadgen import make_fileset, specweb99
 from benchmarks.results import RESULTS
@@ -110,27 +103,6 @@ class Site:
     script: Path | None             # wrk's script taking the mix's paths in turn
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own ECDSA P-256 key (a handshake costs the
-    server little, so 1024 connections are quickly up); returns (cert.pem, key.pem)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, LOCAL)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address(LOCAL))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    paths = directory / "cert.pem", directory / "key.pem"
-    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return paths
-
-
 def letters(size: int, seed: int = SEED) -> bytes:
     """``size`` random letters, as refbench's 1 KB file is made."""
     return bytes(random.Random(seed).choices(b"abcdefghij", k=size))
@@ -179,7 +151,8 @@ def build_site(work: Path, settings: Settings) -> tuple[Site, dict[str, Any]]:
         requests, volume = lru_misses(paths, root, int(settings.cache_mb * 2**20))
         mix = {"fileset_mb": fileset / 2**20, "dirs": dirs, "cache_mb": settings.cache_mb,
                "paths": MIX_PATHS, "lru_request_misses": requests, "lru_byte_misses": volume}
-    return Site(work, root, self_signed(work), script), mix
+    _, cert, key = certs.make(work)
+    return Site(work, root, (cert, key), script), mix
 
 
 def command(name: str, w: Workload, site: Site, port: int, cache_mb: float
