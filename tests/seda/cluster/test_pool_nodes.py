@@ -59,10 +59,18 @@ def kill_a_node_mid_run(total: int, seconds: float) -> None:
     nodes = [start_node(server.url) for _ in range(3)]
     try:
         sink = producer(server.url)
-        for start in range(0, total, 1000):
-            sink.enqueue_many(range(start, min(total, start + 1000)))
-        wait_for(lambda: client.hlen("sink"), lambda n: n >= total // 5, seconds)
-        client.set("pause", 1)                         # every node's next batch waits in hand
+        first = total // 5
+
+        def produce(begin: int, end: int) -> None:
+            for start in range(begin, end, 1000):
+                sink.enqueue_many(range(start, min(end, start + 1000)))
+
+        produce(0, first)
+        wait_for(lambda: client.hlen("sink"), lambda n: n >= first, seconds)
+        # The nodes are idle now (pausing them while they ran raced with their finishing all
+        # of it on a busy machine): every node's next batch waits in hand, and the rest comes.
+        client.set("pause", 1)
+        produce(first, total)
         holding, *_ = wait_for(lambda: ([p for p in nodes if held_by(client, f":{p.pid}:")],
                                         client.xpending("work", "nodes"), client.hlen("sink"),
                                         client.xlen("work"), [p.poll() for p in nodes]),
