@@ -185,7 +185,7 @@ class ServerProtocol:
     __slots__ = (
         "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
-        "_request", "_tail", "_url", "_version", "answers", "client", "connection",
+        "_request", "_start", "_tail", "_url", "_version", "answers", "client", "connection",
         "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log", "next_seq", "out",
         "owed", "parser", "peer", "ready", "scheme", "send_seq", "server", "stats", "stopping",
         "streaming", "wake", "wants_input",
@@ -218,6 +218,7 @@ class ServerProtocol:
         self.out: list[Output] = []
         self._tail = b""                      # the end of what was fed of an unfinished head
         self._head_bytes = 0                  # bytes fed of the head being read
+        self._start = b""                     # what arrived as the head began: its request line
         self._head_limit = self.limits.max_request_line + self.limits.max_header_bytes + 4
         self._pipelined = self.limits.max_pipelined
         self._host = b""                      # the last Host value found valid
@@ -300,6 +301,7 @@ class ServerProtocol:
                 if not data:
                     return b""
             self.client = _CLIENT[IDLE]["begin"]
+            self._start = data
             self.deadline = self._now + self.limits.header_timeout
             self._url = b""
             self._headers = []
@@ -388,14 +390,24 @@ class ServerProtocol:
         if (len(headers) > limits.max_headers
                 or self._head_bytes - len(self._url) > limits.max_header_bytes):
             raise _Refuse(responses.header_fields_too_large())
-        # httptools formats the version string on every call: ask once
-        version = parser.get_http_version()
-        if version != "1.1" and version != "1.0":
-            if version[:2] != "1.":
-                raise _Refuse(responses.version_not_supported())
-            version = "1.1"                    # a later 1.x is served as the 1.1 it includes
-        self._version = version
         self._method = method = parser.get_method()
+        # The version as the request line spells it, after the method and the target that
+        # llhttp found there: httptools' get_http_version() formats a new string on every
+        # call, the dearest line of a cached file's request. A head that came in pieces may
+        # not have its request line in the first: then ask.
+        at = len(method) + len(self._url) + 2
+        spelled, self._start = self._start[at:at + 8], b""
+        if spelled == b"HTTP/1.1":
+            version = "1.1"
+        elif spelled == b"HTTP/1.0":
+            version = "1.0"
+        else:
+            version = parser.get_http_version()
+            if version != "1.1" and version != "1.0":
+                if version[:2] != "1.":
+                    raise _Refuse(responses.version_not_supported())
+                version = "1.1"                # a later 1.x is served as the 1.1 it includes
+        self._version = version
         if method == b"CONNECT":               # not a proxy
             raise _Refuse(responses.not_implemented())
         host: bytes | None = None

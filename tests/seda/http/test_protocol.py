@@ -164,6 +164,20 @@ def test_http_1_0_closes_unless_asked_to_keep_alive():
     assert b"connection: keep-alive" in c.wire() and not c.closed
 
 
+def test_the_version_is_read_right_however_the_head_arrives():
+    """Whole, byte by byte (the request line split anywhere), after empty lines, or behind
+    another request in the same packet: the answer speaks the request's own version."""
+    head = b"GET /a%20b?q=1 HTTP/1.0\r\nHost: x\r\n\r\n"
+    for pieces in ([head], [head[:20], head[20:]], [bytes([b]) for b in head],
+                   [b"\r\n\r\n" + head], [get("/first") + head]):
+        c = Conn()
+        reqs = [r for piece in pieces for r in c.send(piece)]
+        assert [r.version for r in reqs][-1] == "1.0"
+        for req in reqs:
+            c.answer(req)
+        assert c.wire().count(b"HTTP/1.0 200") == 1 and c.closed
+
+
 def test_the_fragment_is_not_part_of_the_target():
     c = Conn()
     (req,) = c.send(get("/p?a=1#frag"))
