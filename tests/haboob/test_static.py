@@ -63,6 +63,19 @@ def test_missing_things(root, path, status):
     assert info.value.status == status
 
 
+def test_a_directory_index_that_links_outside_is_refused_and_a_loop_is_missing(root, tmp_path):
+    os.mkdir(os.path.join(root, "linked"))
+    os.symlink(tmp_path / "secret", os.path.join(root, "linked", "index.html"))
+    os.symlink("loop", os.path.join(root, "loop"))
+    with pytest.raises(Refused) as info:
+        resolve(root, "/linked/")
+    assert info.value.status == 403
+    assert resolve(root, "/linked/", allow_outside=True)[1].endswith("secret")
+    with pytest.raises(Refused) as info:
+        resolve(root, "/loop")
+    assert info.value.status == 404
+
+
 def test_content_types():
     assert content_type("a.html") == "text/html; charset=utf-8"
     assert content_type("a.png") == "image/png"
