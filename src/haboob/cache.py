@@ -23,6 +23,9 @@ class _Lru:
     def remove(self, key: Any) -> None:
         self.order.pop(key, None)
 
+    def victim(self) -> Any:
+        return next(iter(self.order))
+
     def evict(self) -> Any:
         return self.order.popitem(last=False)[0]
 
@@ -53,6 +56,9 @@ class _Ranked:
             if self.rank.get(entry[2]) is entry:
                 return entry
             heapq.heappop(self.heap)
+
+    def victim(self) -> Any:
+        return self.lowest()[2]
 
     def evict(self) -> Any:
         key = self.lowest()[2]
@@ -110,14 +116,19 @@ POLICIES = {"lru": _Lru, "lfu": _Lfu, "gds": _GreedyDualSize}
 class PageCache:
     """Values with sizes, at most ``budget`` bytes in all; entries larger than ``max_entry`` are
     not cached. ``on_remove(key)`` is told of every entry that leaves (evicted or replaced).
-    Not thread-safe: the page cache stage owns it."""
+    ``served(key)`` says how often an entry was used without a ``get`` since it was last asked
+    (a copy answered elsewhere): the policy's choice of an entry to evict is asked first, and
+    one used meanwhile is credited and kept (a second chance, as CLOCK gives), so that what is
+    only ever served from a copy is not taken for unused. Not thread-safe: the page cache
+    stage owns it."""
 
     def __init__(self, budget: int = 200 * 2**20, policy: str = "lru",
-                 max_entry: int = 2**20, on_remove: Callable[[Any], None] | None = None) -> None:
+                 max_entry: int = 2**20, on_remove: Callable[[Any], None] | None = None,
+                 served: Callable[[Any], int] | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"cache policy is one of {', '.join(POLICIES)}, not {policy!r}")
         self.budget, self.max_entry = budget, max_entry
-        self.on_remove = on_remove
+        self.on_remove, self.served = on_remove, served
         self.policy = POLICIES[policy]()
         self.entries: dict[Any, tuple[Any, int]] = {}
         self.used = 0
@@ -150,6 +161,14 @@ class PageCache:
             return False
         self.remove(key)
         while self.used + size > self.budget:
+            if self.served is not None:
+                # (served() counts from its last answer: a victim kept once has nothing new
+                # to say when asked again, so this ends)
+                victim = self.policy.victim()
+                hits = self.served(victim)
+                if hits:
+                    self.credit(victim, hits)
+                    continue
             self._forget(self.policy.evict())
             self.evictions += 1
         self.entries[key] = (value, size)

@@ -238,12 +238,14 @@ class PageCacheStage(seda.EventHandler):
     Every cached file's 200 answer is also published in ``answers`` (target -> ReadyAnswer),
     good until the file is due for a recheck: the HTTP stage answers plain GETs from it and
     never sends them here. What it served is credited to the replacement policy when the file
-    is reloaded; eviction takes the answer away with the entry."""
+    is renewed or reloaded, and when the policy would evict it (a popular file is served from
+    its answer almost only: it would look unused); eviction takes the answer away with the
+    entry."""
 
     def __init__(self, options: Options, answers: dict[bytes, ReadyAnswer]) -> None:
         self.options, self.answers = options, answers
         self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry,
-                               on_remove=self._unpublish)
+                               on_remove=self._unpublish, served=self._served)
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
@@ -252,6 +254,14 @@ class PageCacheStage(seda.EventHandler):
         # A cache key is a request's raw path, so it equals the raw target of exactly the plain
         # requests (no query) that the slow path would answer with this entry.
         return self.answers.pop(key.encode("latin-1"), None)
+
+    def _served(self, key: str) -> int:
+        """Requests the entry's answer served since last asked (see PageCache's ``served``)."""
+        ready = self.answers.get(key.encode("latin-1"))
+        if ready is None:
+            return 0
+        hits, ready.hits = ready.hits, 0
+        return hits
 
     def _keep(self, entry: Entry) -> None:
         """A file read from disk: cache it and publish its answer."""

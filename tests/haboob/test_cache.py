@@ -84,3 +84,23 @@ def test_removals_are_told_and_credits_count_as_hits():
     assert gone == ["b"] and cache.hits == 5
     fill(cache, ("a", 10))                  # replaced: its old value leaves too
     assert gone == ["b", "a"]
+
+
+@pytest.mark.parametrize("policy", ["lru", "lfu", "gds"])
+def test_an_entry_served_from_a_copy_gets_a_second_chance(policy):
+    """What is used only through a copy elsewhere (``served``) looks unused to the policy: asked
+    before it goes, the cache credits it and evicts the next choice instead."""
+    copies = {"a": 0, "b": 0, "c": 0}
+
+    def served(key):
+        hits, copies[key] = copies[key], 0
+        return hits
+
+    gone = []
+    cache = PageCache(budget=20, policy=policy, on_remove=gone.append, served=served)
+    fill(cache, ("a", 10), ("b", 10))
+    copies["a"] = 3                         # a served three times, never through get()
+    fill(cache, ("c", 10))
+    assert gone == ["b"] and "a" in cache and cache.hits == 3
+    fill(cache, ("d", 10))                  # nothing served since: the policy alone decides
+    assert len(gone) == 2 and cache.used <= 20

@@ -131,6 +131,31 @@ def test_cached_files_are_answered_by_the_http_stage_until_their_recheck(site):
         rt.stop()
 
 
+def test_a_file_served_from_its_ready_answer_is_not_evicted_as_unused(site):
+    """Its requests never reach the page cache (the HTTP stage answers them), yet it is the
+    most used file: the cache must keep it while colder files come and go."""
+    for i in range(8):
+        (site / f"cold{i}.html").write_bytes(b"c" * 1000)
+    (site / "hot.html").write_bytes(b"h" * 1000)
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, cache_bytes=3500, recheck=60.0,
+                                cache_policy="lru")).address
+    rt.start()
+    try:
+        cache = rt.stage("haboob.cache").handler.cache
+        assert fetch(address, "/hot.html")[1] == b"h" * 1000
+        until(lambda: "/hot.html" in cache.entries, "hot.html was never cached")
+        entry = cache.entries["/hot.html"][0]
+        for i in range(8):
+            assert fetch(address, "/hot.html")[1] == b"h" * 1000      # a ready answer
+            assert fetch(address, f"/cold{i}.html")[1] == b"c" * 1000
+            until(lambda i=i: f"/cold{i}.html" in cache.entries, "a cold file was not cached")
+        assert cache.evictions >= 5                 # the cold files pushed each other out...
+        assert cache.entries["/hot.html"][0] is entry   # ...and never the hot one
+    finally:
+        rt.stop()
+
+
 def until(check, what):
     """Repeat ``check`` (which makes a request: rechecks go by the clock) until it holds."""
     deadline = time.monotonic() + WAIT
