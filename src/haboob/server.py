@@ -31,7 +31,7 @@ from seda.http import (
     responses,
     serve,
 )
-from seda.io import WriteDone
+from seda.io import WriteDone, read_nowait
 from seda.status import PREFIX, add_status
 
 from .access_log import AccessLog
@@ -44,6 +44,7 @@ from .static import (
     content_type,
     etag,
     last_modified,
+    open_cached,
     precondition_failed,
     resolve,
 )
@@ -281,11 +282,47 @@ class PageCacheStage(seda.EventHandler):
         if served is not None:
             self.cache.credit(entry.key, served.hits)
 
+    def _load_nowait(self, key: str) -> Entry | None:
+        """A file missing from the cache, read here if the kernel has its path and its pages
+        in its caches (nothing here waits for the disk): no hop to CacheMiss's threads and
+        back. None when it has not, or for anything but a regular file small enough to keep:
+        CacheMiss then takes the request."""
+        options = self.options
+        opened = open_cached(options.root, key, allow_outside=options.allow_outside)
+        if opened is None:
+            return None
+        fd, st, path = opened
+        try:
+            body = read_nowait(fd, st.st_size, 0) if st.st_size <= options.max_entry else None
+        except OSError:
+            body = None
+        finally:
+            os.close(fd)
+        if body is None or len(body) != st.st_size:
+            return None
+        entry = Entry(key, path, st, body)
+        self._keep(entry)
+        return entry
+
+    def _unchanged_nowait(self, entry: Entry) -> bool:
+        """Whether a cached file is still the one cached, if the kernel can tell from its
+        caches; False if it cannot, or the file changed (CacheMiss then looks)."""
+        options = self.options
+        opened = open_cached(options.root, entry.key, allow_outside=options.allow_outside)
+        if opened is None:
+            return False
+        fd, st, path = opened
+        os.close(fd)
+        return path == entry.path and etag(st) == entry.etag
+
     def _stale(self, entry: Entry, now: float) -> Entry | None:
-        """An entry due for its recheck: ask CacheMiss once, and serve the entry meanwhile for
-        at most one more period, so that a popular file's recheck is one stat, not every
-        request of that moment queueing for the disk. Past that (or with recheck 0), None:
-        the request waits for the disk."""
+        """An entry due for its recheck: look here if that needs no disk, else ask CacheMiss
+        once and serve the entry meanwhile for at most one more period, so that a popular
+        file's recheck is one stat, not every request of that moment queueing for the disk.
+        Past that (or with recheck 0), None: the request waits for the disk."""
+        if not entry.rechecking and self._unchanged_nowait(entry):
+            self._renew(entry, now)
+            return entry
         if now - entry.checked > 2 * self.options.recheck:
             return None
         if not entry.rechecking:
@@ -313,6 +350,8 @@ class PageCacheStage(seda.EventHandler):
             entry = cache.get(ev.path)
             if entry is not None and now - entry.checked > self.options.recheck:
                 entry = self._stale(entry, now)
+            if entry is None:
+                entry = self._load_nowait(ev.path)
             if entry is None:
                 forward(self.miss, ev)
             else:

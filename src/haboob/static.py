@@ -10,6 +10,8 @@ import stat
 from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import unquote
 
+from seda.io import open_nowait
+
 
 class Refused(Exception):
     """The request cannot be served from the root: ``status`` says why (403 or 404)."""
@@ -26,18 +28,7 @@ def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[s
     backslashes, NUL, and symbolic links pointing outside (unless ``allow_outside``); 404 for
     what does not exist. A directory without its trailing slash redirects to it; with one it
     serves its index.html."""
-    if "\\" in url_path or "\x00" in url_path:
-        raise Refused(403, "backslash or NUL in the path")
-    try:
-        decoded = unquote(url_path, errors="strict")
-    except UnicodeDecodeError:
-        raise Refused(404, "the path is not UTF-8") from None
-    if "\\" in decoded or "\x00" in decoded:
-        raise Refused(403, "backslash or NUL in the decoded path")
-    segments = decoded.split("/")
-    if ".." in segments:
-        raise Refused(403, "'..' in the path")
-    relative = "/".join(s for s in segments if s and s != ".")
+    decoded, relative = _relative(url_path)
     base = _real_root(root)
     real, mode = _followed(os.path.join(base, relative))
     if stat.S_ISDIR(mode):
@@ -51,6 +42,53 @@ def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[s
     if not stat.S_ISREG(mode):
         raise Refused(403, "not a regular file")
     return "file", real
+
+
+def open_cached(root: str, url_path: str, *, allow_outside: bool = False
+                ) -> tuple[int, os.stat_result, str] | None:
+    """The regular file under ``root`` that ``url_path`` names, opened for reading, if the
+    kernel finds its path in its caches (``open_nowait``): (descriptor, stat, real path), the
+    caller closes the descriptor. None for anything else (a lookup that would read the disk,
+    a directory, a path refused, no ``openat2``): ``resolve`` answers those where blocking is
+    allowed. Nothing here waits for the disk."""
+    try:
+        _, relative = _relative(url_path)
+    except Refused:
+        return None
+    base = _real_root(root)
+    try:
+        fd = open_nowait(os.path.join(base, relative))
+    except OSError:
+        return None
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        real = os.readlink(f"/proc/self/fd/{fd}")
+        if stat.S_ISREG(st.st_mode):
+            _inside(real, base, allow_outside)
+            return fd, st, real
+    except (OSError, Refused):
+        pass
+    os.close(fd)
+    return None
+
+
+def _relative(url_path: str) -> tuple[str, str]:
+    """The URL path decoded, and the path below the root it names; refuses what could leave
+    the root by its spelling (``..`` in any encoding, backslashes, NUL)."""
+    if "\\" in url_path or "\x00" in url_path:
+        raise Refused(403, "backslash or NUL in the path")
+    try:
+        decoded = unquote(url_path, errors="strict")
+    except UnicodeDecodeError:
+        raise Refused(404, "the path is not UTF-8") from None
+    if "\\" in decoded or "\x00" in decoded:
+        raise Refused(403, "backslash or NUL in the decoded path")
+    segments = decoded.split("/")
+    if ".." in segments:
+        raise Refused(403, "'..' in the path")
+    return decoded, "/".join(s for s in segments if s and s != ".")
 
 
 @functools.lru_cache(maxsize=8)

@@ -14,6 +14,7 @@ import pytest
 
 import seda
 from haboob.server import Options, build
+from seda.io import open_nowait
 
 from tests.helpers import WAIT, certs
 from tests.helpers.net import fetch
@@ -186,7 +187,11 @@ def test_an_unchanged_file_is_renewed_and_a_deleted_one_forgotten(site):
         rt.stop()
 
 
-def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site):
+def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site, monkeypatch):
+    import haboob.server
+    monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: None)   # the kernel must
+    #                                                                           read the disk
+
     class Sink:
         def __init__(self):
             self.events = []
@@ -205,6 +210,32 @@ def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site):
     assert stage._stale(entry, now) is entry and stage._stale(entry, now) is entry
     assert len(stage.miss.events) == 1          # one recheck, however many requests
     assert stage._stale(entry, entry.checked + 2.5) is None   # too old: wait for the disk
+
+
+NOWAIT = pytest.mark.skipif(open_nowait(__file__) is None,
+                            reason="this kernel (or its sandbox) has no openat2 RESOLVE_CACHED")
+
+
+@NOWAIT
+def test_misses_and_rechecks_the_kernel_has_cached_stay_on_the_loop(site):
+    """A file just written has its path and pages in the kernel's caches: it is loaded, and
+    rechecked, by the page cache stage itself, and CacheMiss's threads never hear of it."""
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=0.0)).address
+    rt.start()
+    try:
+        for _ in range(3):                      # (recheck 0: each request is a recheck)
+            assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+        (site / "index.html").write_bytes(b"<h1>changed</h1>")
+        os.utime(site / "index.html", (time.time() + 5, time.time() + 5))
+        until(lambda: fetch(address, "/index.html")[1] == b"<h1>changed</h1>",
+              "the change was never seen")      # (and read again here: recheck 0)
+        assert fetch(address, "/dir/")[1] == b"dir index"    # a directory: CacheMiss's
+        stats = rt.stats()
+        assert stats["haboob.cache"]["processed"] >= 5
+        assert stats["haboob.miss"]["processed"] <= 1         # the directory at most
+    finally:
+        rt.stop()
 
 
 def test_an_evicted_file_loses_its_ready_answer(site):

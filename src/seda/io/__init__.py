@@ -2,7 +2,7 @@
 
 from .bind import bind_socket
 from .events import Closed, Connected, Failed, FileSegment, Packet, Send, WriteDone
-from .files import FileDone, FileLayer, read_nowait
+from .files import FileDone, FileLayer, open_nowait, read_nowait
 from .sockets import Connection, Listener, SocketLayer
 from .tls import TLSSession
 
@@ -21,5 +21,6 @@ __all__ = [
     "TLSSession",
     "WriteDone",
     "bind_socket",
+    "open_nowait",
     "read_nowait",
 ]

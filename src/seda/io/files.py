@@ -4,13 +4,17 @@ Operating systems offer no readiness for files, so the file stage runs the block
 private pool sized by the thread pool controller, one thread per file at a time (keyed
 dispatch), and reports each result as a ``FileDone`` event. Reads try the page cache first:
 ``read_nowait`` (``preadv`` with ``RWF_NOWAIT``) returns cached data without blocking, so only
-real disk reads cross to the file stage: Flash's mincore trick, done by the kernel.
+real disk reads cross to the file stage: Flash's mincore trick, done by the kernel. Opens can
+try the kernel's caches first too: ``open_nowait`` (``openat2`` with ``RESOLVE_CACHED``) opens
+a file whose path the kernel resolves without reading the disk.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import sys
 from typing import TYPE_CHECKING, Any, cast
 
 from .._stage import EventHandler
@@ -38,9 +42,58 @@ def read_nowait(fd: int, size: int, offset: int) -> bytes | None:
         if exc.errno in _CANNOT_WAIT or exc.errno in _UNSUPPORTED:
             return None
         raise
-    if n < size and offset + n < os.fstat(fd).st_size:
-        return None                        # partly cached: let the stage read the rest
-    return bytes(buf[:n])
+    if n < size:
+        if offset + n < os.fstat(fd).st_size:
+            return None                    # partly cached: let the stage read the rest
+        return bytes(memoryview(buf)[:n])
+    return bytes(buf)                      # (one copy: a slice first would make two)
+
+
+class _OpenHow(ctypes.Structure):
+    """``struct open_how``, openat2's arguments (linux/openat2.h)."""
+
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+
+
+def _openat2() -> Any:
+    """libc's ``syscall``, for openat2 (Linux 5.12 for RESOLVE_CACHED), which Python's os
+    module does not wrap; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    call.restype = ctypes.c_long
+    return call
+
+
+_syscall = _openat2()
+_SYS_OPENAT2 = 437           # the same number on every architecture (the unified table)
+_AT_FDCWD = -100
+_RESOLVE_CACHED = 0x20
+# would have to wait for the disk; or this kernel, or a sandbox's filter, does not offer it
+_NO_OPEN_NOWAIT = {errno.EAGAIN, errno.ENOSYS, errno.EINVAL, errno.E2BIG, errno.EPERM}
+
+
+def open_nowait(path: str, flags: int = os.O_RDONLY) -> int | None:
+    """A descriptor for ``path`` (``flags`` | O_CLOEXEC) if the kernel resolves the path from
+    its caches alone, without reading the disk; None if it would have to (or cannot tell), in
+    which case open it where blocking is allowed (the file stage). Other errors raise, as
+    ``os.open`` would (FileNotFoundError...)."""
+    if _syscall is None:
+        return None
+    how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_CACHED)
+    fd = _syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(_AT_FDCWD),
+                  ctypes.c_char_p(os.fsencode(path)), ctypes.byref(how),
+                  ctypes.c_size_t(ctypes.sizeof(how)))
+    if fd >= 0:
+        return int(fd)
+    code = ctypes.get_errno()
+    if code in _NO_OPEN_NOWAIT:
+        return None
+    raise OSError(code, os.strerror(code), path)
 
 
 class FileDone:

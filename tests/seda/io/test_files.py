@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from seda.io import FileDone, FileLayer, read_nowait
+import pytest
+
+from seda.io import FileDone, FileLayer, open_nowait, read_nowait
 
 from tests.helpers.recorder import Recorder
 
@@ -92,3 +94,19 @@ def test_operations_on_one_file_stay_in_order_while_files_run_in_parallel(rt, tm
     finally:
         for fd in fds:
             os.close(fd)
+
+
+@pytest.mark.skipif(open_nowait(__file__) is None,
+                    reason="this kernel (or its sandbox) has no openat2 RESOLVE_CACHED")
+def test_a_path_in_the_kernels_caches_opens_at_once(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"cached")                 # just written: its path and pages are cached
+    fd = open_nowait(str(f))
+    assert fd is not None
+    try:
+        assert os.read(fd, 100) == b"cached"
+        assert os.get_inheritable(fd) is False      # O_CLOEXEC, as os.open gives
+    finally:
+        os.close(fd)
+    with pytest.raises(IsADirectoryError):
+        open_nowait(str(tmp_path), os.O_WRONLY)
