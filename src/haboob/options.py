@@ -34,6 +34,8 @@ class Options:
     tasks: int = 1000                   # most requests in flight per ASGI application
     lifespan: str = "auto"              # ASGI lifespan: auto, on or off (as uvicorn's)
     ws_max_size: int = 16 * 2**20       # the largest WebSocket message an ASGI app receives
+    ws_ping_interval: float = 20.0      # seconds between keep-alive pings (0: none), as uvicorn
+    ws_ping_timeout: float = 20.0       # seconds a ping waits for its Pong (0: for ever)
     workers: int = 1                    # processes sharing the port (haboob.supervisor)
     cache_bytes: int = 200 * 2**20
     cache_policy: str = "lru"
@@ -72,6 +74,8 @@ class Options:
                f"one of {', '.join(sorted(POLICIES))}")
         _seconds(self, "recheck", zero=True)
         _seconds(self, "graceful_timeout")
+        _seconds(self, "ws_ping_interval", zero=True)
+        _seconds(self, "ws_ping_timeout", zero=True)
         if self.target_p90 is not None:
             _seconds(self, "target_p90")
         check(self, "limits", isinstance(self.limits, Limits), "a seda.http.Limits")

@@ -460,7 +460,9 @@ def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -
         return mount_asgi(rt, app, name=name, root_path=prefix, tasks=options.tasks,
                           predicate=admission(options), server_name=options.host,
                           server_port=options.port, lifespan=options.lifespan,
-                          ws_max_size=options.ws_max_size)
+                          ws_max_size=options.ws_max_size,
+                          ws_ping_interval=options.ws_ping_interval,
+                          ws_ping_timeout=options.ws_ping_timeout)
     return mount(rt, app, name=name, script_name=prefix,
                  threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                  predicate=admission(options), server_name=options.host,

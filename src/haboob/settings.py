@@ -23,7 +23,18 @@ from seda import ConfigError
 from seda.http import Limits
 
 from .options import Options
-from .values import address, flag, megabytes, milliseconds, mount, seconds, size, text, whole
+from .values import (
+    address,
+    flag,
+    megabytes,
+    milliseconds,
+    mount,
+    seconds,
+    seconds_or_off,
+    size,
+    text,
+    whole,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,12 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("ws_max_size", size, "the largest WebSocket message an ASGI application receives; "
             "a larger one closes the WebSocket with 1009 "
             f"(default {Options.ws_max_size // 2**20}M)", "SIZE"),
+    Setting("ws_ping_interval", seconds_or_off, "ping each WebSocket every SECONDS, which keeps "
+            "it open through proxies and finds clients that vanished; 0: no pings "
+            f"(default {Options.ws_ping_interval:g}, as uvicorn)", "SECONDS"),
+    Setting("ws_ping_timeout", seconds_or_off, "close a WebSocket with 1011 if a ping's Pong "
+            f"does not come within SECONDS; 0: wait for ever (default "
+            f"{Options.ws_ping_timeout:g})", "SECONDS"),
     Setting("access_log", text, "log requests here ('-': stdout)", "FILE"),
     Setting("certfile", text, "serve HTTPS with this certificate chain (PEM)", "FILE"),
     Setting("keyfile", text, "the certificate's private key (PEM)", "FILE"),

@@ -58,6 +58,14 @@ def seconds(value: Any) -> float:
     return result
 
 
+def seconds_or_off(value: Any) -> float:
+    """Seconds >= 0, where 0 turns off what they time."""
+    result = _number(value, "a number of seconds (0: off)")
+    if result < 0:
+        raise ValueError(f"{value!r}: seconds must be >= 0 (0: off)")
+    return result
+
+
 def milliseconds(value: Any) -> float:
     """Milliseconds > 0, as seconds."""
     result = _number(value, "a number of milliseconds")

@@ -140,13 +140,18 @@ def test_term_lets_requests_in_flight_finish_within_the_graceful_timeout(tmp_pat
 
 def test_asgi_settings(site):
     options, _ = parse(["--root", str(site), "--interface", "asgi", "--tasks", "50",
-                        "--lifespan", "off", "--ws-max-size", "1M"])
+                        "--lifespan", "off", "--ws-max-size", "1M", "--ws-ping-interval", "0",
+                        "--ws-ping-timeout", "2.5"])
     assert (options.interface, options.tasks, options.lifespan) == ("asgi", 50, "off")
     assert options.ws_max_size == 2**20
+    assert (options.ws_ping_interval, options.ws_ping_timeout) == (0, 2.5)
     defaults, _ = parse(["--root", str(site)])
     assert (defaults.interface, defaults.tasks, defaults.lifespan) == ("auto", 1000, "auto")
+    assert (defaults.ws_ping_interval, defaults.ws_ping_timeout) == (20, 20)   # uvicorn's
     for args, message in ((["--interface", "cgi"], "one of auto, asgi, wsgi"),
-                          (["--tasks", "0"], "tasks"), (["--lifespan", "maybe"], "lifespan")):
+                          (["--tasks", "0"], "tasks"), (["--lifespan", "maybe"], "lifespan"),
+                          (["--ws-ping-interval", "-1"], "seconds must be >= 0 (0: off)"),
+                          (["--ws-ping-timeout", "soon"], "is not a number of seconds")):
         done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site), *args],
                               capture_output=True, text=True, timeout=WAIT)
         assert done.returncode == 2 and message in done.stderr, done.stderr

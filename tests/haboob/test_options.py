@@ -37,6 +37,8 @@ def site(tmp_path):
     ({"cache_policy": "fifo"}, "cache_policy: expected one of gds, lfu, lru, got 'fifo'"),
     ({"recheck": -1}, "recheck: expected a number of seconds >= 0, got -1"),
     ({"graceful_timeout": 0}, "graceful_timeout: expected a number of seconds > 0, got 0"),
+    ({"ws_ping_interval": -1}, "ws_ping_interval: expected a number of seconds >= 0, got -1"),
+    ({"ws_ping_timeout": None}, "ws_ping_timeout: expected a number of seconds >= 0, got None"),
     ({"target_p90": "100ms"}, "target_p90: expected a number of seconds > 0, got '100ms'"),
     ({"allow_outside": "yes"}, "allow_outside: expected true or false, got 'yes'"),
     ({"limits": {"max_body": 10}}, "limits: expected a seda.http.Limits"),

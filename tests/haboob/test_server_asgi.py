@@ -1,6 +1,6 @@
 """Haboob with ASGI applications: told apart from WSGI ones, mounted beside them and beside
 static files (root_path), each in an asyncio stage of its own with the admission control and
-classes WSGI stages have; a refusal is an immediate 503."""
+classes WSGI stages have; a refusal is an immediate 503; the WebSocket settings reach them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import threading
 
 import pytest
+from wsproto.events import CloseConnection, Ping
 
 import seda
 from haboob.server import Options, asgi, build
@@ -19,6 +20,7 @@ from tests.helpers.admission import (
     refuses_over_the_bound_at_once,
 )
 from tests.helpers.net import fetch
+from tests.helpers.wsclient import RawClient
 
 
 async def describe(scope, receive, send):
@@ -72,6 +74,29 @@ def test_asgi_wsgi_and_files_in_one_server(tmp_path):
         assert json.loads(body)["root_path"] == "" and json.loads(body)["path"] == "/missing"
         _, body = fetch(address, "/index.html", method="POST")    # and whatever is not a GET
         assert json.loads(body)["method"] == "POST"
+    finally:
+        rt.stop()
+
+
+async def accept(scope, receive, send):
+    """Accepts a WebSocket, then waits for its end."""
+    await receive()
+    await send({"type": "websocket.accept"})
+    while (await receive())["type"] != "websocket.disconnect":
+        pass
+
+
+def test_the_ping_settings_reach_each_applications_websockets():
+    options = Options(port=0, apps=[("/", accept)], ws_ping_interval=0.1, ws_ping_timeout=0.1)
+    rt = seda.Runtime()
+    address = build(rt, options).address
+    rt.start()
+    try:
+        with RawClient(f"ws://127.0.0.1:{address[1]}") as client:
+            events = client.events()
+            assert isinstance(next(events), Ping)          # not after uvicorn's 20 s
+            close = next(events)
+            assert isinstance(close, CloseConnection) and close.code == 1011
     finally:
         rt.stop()
 

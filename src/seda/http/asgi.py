@@ -49,6 +49,7 @@ _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade"})
 _NO_BODY = frozenset({204, 304})
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
+PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval and -timeout
 
 
 def is_asgi(app: Any) -> bool:
@@ -111,13 +112,19 @@ class AsgiHandler(EventHandler):
     (``mount_asgi`` makes one). ``root_path`` is the prefix the application is mounted at:
     ``scope["path"]`` is the whole path, as Starlette and Django expect. ``lifespan``: "auto",
     "on" or "off" (``seda.http.lifespan``); init runs the startup and raises LifespanFailed
-    with the application's message if it failed; destroy runs the shutdown."""
+    with the application's message if it failed; destroy runs the shutdown. A WebSocket is
+    pinged every ``ws_ping_interval`` seconds and closed with 1011 if no Pong comes within
+    ``ws_ping_timeout`` (uvicorn's options); 0 or None: no pings, or no deadline."""
 
     def __init__(self, app: Application, *, root_path: str = "", url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
-                 lifespan: str = "auto", ws_max_size: int = MAX_SIZE) -> None:
+                 lifespan: str = "auto", ws_max_size: int = MAX_SIZE,
+                 ws_ping_interval: float | None = PING_INTERVAL,
+                 ws_ping_timeout: float | None = PING_TIMEOUT) -> None:
         self.app, self.root_path, self.url_scheme = app, root_path.rstrip("/"), url_scheme
         self.ws_max_size = ws_max_size
+        self.ws_ping_interval = ws_ping_interval or 0.0
+        self.ws_ping_timeout = ws_ping_timeout or 0.0
         self.server = (server_name, server_port)
         self.lifespan = Lifespan(app, lifespan)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -157,7 +164,7 @@ class AsgiHandler(EventHandler):
 
     async def handle_event(self, req: HttpRequest) -> None:
         if is_websocket(req) and (websocket := websockets()) is not None:
-            await websocket(self, req, self.ws_max_size).run()
+            await websocket(self, req).run()
         else:
             await _Exchange(self, req).run()
 

@@ -10,6 +10,12 @@ framed, if the application's loop is slow to get to them) the connection stops r
 TCP slows the client. What ``send()`` writes goes through the HTTP stage's queue, in order
 with the 101, and ``send`` waits while more than ``OUTPUT_LIMIT`` bytes wait for a slow
 client.
+
+Keep-alive pings, as uvicorn's (``ws_ping_interval``, ``ws_ping_timeout``): every interval
+the server pings an open WebSocket, and closes it with 1011 if the Pong does not come within
+the timeout, which keeps idle connections through proxies and NATs and finds clients that
+vanished without a FIN. One timer per WebSocket on the application's loop, cancelled when it
+closes: the next ping, or while a ping waits for its Pong, the deadline.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -29,6 +36,7 @@ from wsproto.events import (
     CloseConnection,
     Message,
     Ping,
+    Pong,
     Request,
     TextMessage,
 )
@@ -58,8 +66,9 @@ class WebSocket:
     """One ASGI WebSocket: its scope, ``receive`` and ``send``, and the tunnel its HTTP
     connection feeds once switched."""
 
-    def __init__(self, handler: AsgiHandler, req: HttpRequest, max_size: int) -> None:
-        self.handler, self.req, self.max_size = handler, req, max_size
+    def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
+        self.handler, self.req, self.max_size = handler, req, handler.ws_max_size
+        self.interval, self.timeout = handler.ws_ping_interval, handler.ws_ping_timeout
         self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
         self.ws = WSConnection(ConnectionType.SERVER)
         self.state = CONNECTING
@@ -82,6 +91,9 @@ class WebSocket:
         self.sending: asyncio.Future[None] | None = None    # send() waiting for the socket
         self.sent = self.confirmed = 0         # bytes written; of those, known to have left
         self.denial: Response | None = None    # websocket.http.response, being written
+        self.keepalive: asyncio.TimerHandle | None = None   # the next ping, or the deadline
+        self.ping: bytes | None = None         # the payload of the ping waiting for its Pong
+        self.pinged = 0.0                      # when it went (loop time)
 
     # -- the handshake ---------------------------------------------------------------------------
 
@@ -170,6 +182,8 @@ class WebSocket:
                     self._piece(event)
                 elif isinstance(event, Ping):
                     self._write(self.ws.send(event.response()))
+                elif isinstance(event, Pong):
+                    self._ponged(event)
                 elif isinstance(event, CloseConnection):
                     self._closed_by_client(event)
                 if self.state is not OPEN:
@@ -205,16 +219,56 @@ class WebSocket:
         if event.code != ABNORMAL:
             with contextlib.suppress(LocalProtocolError):
                 self._write(self.ws.send(event.response()))
-        self.state, self.close = CLOSED, (int(event.code), event.reason or "")
-        self._write(b"", close=True)
+        self._over(int(event.code), event.reason or "")
 
     def _close_now(self, code: int, reason: str = "") -> None:
         """We close: a close frame, then the connection (the socket layer lingers, so the
         client reads the frame and its answer is drained)."""
         with contextlib.suppress(LocalProtocolError):
             self._write(self.ws.send(CloseConnection(code=code, reason=reason)))
+        self._over(code, reason)
+
+    def _over(self, code: int, reason: str) -> None:
+        """Closed: no more pings, and the connection ends after what was written."""
         self.state, self.close = CLOSED, (code, reason)
+        if self.keepalive is not None:
+            self.keepalive.cancel()
+            self.keepalive = None
         self._write(b"", close=True)
+
+    # -- keep-alive pings: our loop ---------------------------------------------------------------
+
+    def _ping_at(self, when: float) -> None:
+        """The next ping at loop time ``when``, if pings are on."""
+        if self.interval:
+            self.keepalive = self.loop.call_at(when, self._send_ping)
+
+    def _send_ping(self) -> None:
+        """Ping with a payload of our own, so that only its Pong counts (as uvicorn and
+        websockets do); then wait for that Pong or, with no timeout, just ping again."""
+        self.ping, self.pinged = os.urandom(4), self.loop.time()
+        self._write(self.ws.send(Ping(payload=self.ping)))
+        if self.timeout:
+            self.keepalive = self.loop.call_later(self.timeout, self._ping_timed_out)
+        else:
+            self._ping_at(self.pinged + self.interval)
+
+    def _ponged(self, event: Pong) -> None:
+        if bytes(event.payload) != self.ping:  # unasked for, or too late: it proves nothing
+            return
+        self.ping = None
+        if self.timeout:                       # (without, the next ping is already set)
+            self.keepalive.cancel()            # type: ignore[union-attr]  # the deadline
+            self._ping_at(self.pinged + self.interval)
+
+    def _ping_timed_out(self) -> None:
+        if self.paused:
+            # we stopped reading (the application is behind): the Pong may be waiting unread,
+            # so the client is not to blame; look again after another timeout
+            self.keepalive = self.loop.call_later(self.timeout, self._ping_timed_out)
+            return
+        self._close_now(INTERNAL_ERROR, "keepalive ping timeout")
+        self._wake()
 
     def _restart(self) -> None:
         """The server is stopping: 1012 (service restart), as uvicorn says it."""
@@ -294,6 +348,7 @@ class WebSocket:
             extensions=[PerMessageDeflate()] if offered else []))
         self.state = OPEN
         self.req.respond(Switch(head, self))
+        self._ping_at(self.loop.time() + self.interval)
 
     def _deny(self, message: AsgiMessage) -> None:
         """The websocket.http.response extension: an HTTP answer instead of a WebSocket."""

@@ -1,6 +1,8 @@
 """ASGI WebSockets on an asyncio stage, framed by wsproto, against the ``websockets`` client:
 the upgrade, text and binary messages, ping and pong, close codes both ways, the message size
-limit, refusals before the handshake, and a server that stops."""
+limit, refusals before the handshake, a server that stops, and the server's keep-alive pings
+(as uvicorn's ``--ws-ping-interval`` and ``--ws-ping-timeout``), whose intervals here are short
+(0.1-0.2 s) so that several pass in a test."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ import urllib.request
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from wsproto.events import CloseConnection, Ping, TextMessage
 
 from seda.http import Limits, mount_asgi, serve, websocket
 
 from tests.helpers import WAIT
 from tests.helpers.net import until
+from tests.helpers.wsclient import Frames, RawClient, client_logger
 
 
 def run(rt, app, **options):
@@ -210,3 +214,95 @@ def test_a_send_waiting_for_a_client_that_goes_away_raises(rt, monkeypatch):
         assert s.recv(65536).startswith(b"HTTP/1.1 101")
         assert waiting.wait(WAIT)                      # behind us: we read nothing more
     assert done.wait(WAIT) and len(raised) == 1
+
+
+# -- keep-alive pings from the server ------------------------------------------------------------
+
+
+def test_a_client_that_answers_pings_stays_open_past_many_intervals(rt):
+    seen: list = []
+    # (a generous timeout: a ping waits for its Pong before the next, so 4 pings mean that
+    # 3 Pongs were taken, whatever the machine's load did to their time)
+    url = run(rt, echo(seen), ws_ping_interval=0.2, ws_ping_timeout=1.0)
+    frames = Frames(pings=4)
+    with connect(url, open_timeout=WAIT, ping_interval=None,
+                 logger=client_logger(frames)) as ws:
+        assert frames.pinged.wait(WAIT)
+        ws.send("still here")
+        assert ws.recv(WAIT) == "ereh llits"
+    assert frames.count("> PONG") >= 4
+    until(lambda: len(seen), lambda n: n == 2)
+    assert seen[1]["code"] == 1000                 # the client's close, not a keep-alive one
+
+
+def test_a_client_that_never_answers_is_closed_with_1011(rt):
+    seen: list = []
+    with RawClient(run(rt, echo(seen), ws_ping_interval=0.1, ws_ping_timeout=0.2)) as client:
+        events = client.events()
+        ping = next(events)
+        assert isinstance(ping, Ping) and len(ping.payload) == 4
+        close = next(events)                       # no second ping: the first waits its Pong
+        assert isinstance(close, CloseConnection)
+        assert (close.code, close.reason) == (1011, "keepalive ping timeout")
+    until(lambda: len(seen), lambda n: n == 2)
+    assert seen[1] == {"type": "websocket.disconnect", "code": 1011,
+                       "reason": "keepalive ping timeout"}
+
+
+def test_a_pong_that_does_not_answer_our_ping_does_not_keep_the_connection(rt):
+    with RawClient(run(rt, echo(), ws_ping_interval=0.1, ws_ping_timeout=0.2)) as client:
+        events = client.events()
+        assert isinstance(next(events), Ping)
+        client.send(Ping(payload=b"mine").response())         # a Pong, but not to our ping
+        close = next(events)
+        assert isinstance(close, CloseConnection) and close.code == 1011
+
+
+def test_with_no_timeout_pings_go_on_unanswered_and_the_connection_stays(rt):
+    with RawClient(run(rt, echo(), ws_ping_interval=0.1, ws_ping_timeout=0)) as client:
+        events = client.events()
+        for _ in range(4):                         # past interval + timeout of the tests above
+            assert isinstance(next(events), Ping)
+        client.send(TextMessage("still here"))
+        assert next(e for e in events if not isinstance(e, Ping)) == TextMessage("ereh llits")
+
+
+def test_with_pings_off_none_are_sent(rt):
+    with RawClient(run(rt, echo(), ws_ping_interval=0, ws_ping_timeout=0.1)) as client:
+        with pytest.raises(TimeoutError):          # (bounded: what 5 intervals of 0.1 s send)
+            next(client.events(timeout=0.5))
+        client.send(TextMessage("hello"))
+        assert next(client.events()) == TextMessage("olleh")
+
+
+def test_a_pong_held_up_because_the_application_is_behind_does_not_close(rt, monkeypatch):
+    """Past READ_LIMIT of messages the application has not received, the connection stops
+    reading: a Pong behind them cannot arrive, and the client is not to blame."""
+    while_paused = threading.Event()
+    timed_out = websocket.WebSocket._ping_timed_out
+
+    def noting(self):                              # a Pong's deadline passed; were we reading?
+        if self.paused:
+            while_paused.set()
+        timed_out(self)
+
+    monkeypatch.setattr(websocket.WebSocket, "_ping_timed_out", noting)
+    release = threading.Event()
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        await asyncio.to_thread(release.wait, WAIT)    # behind: receives nothing meanwhile
+        while (message := await receive())["type"] == "websocket.receive":
+            await send({"type": "websocket.send", "bytes": message["bytes"][:1]})
+
+    url = run(rt, app, ws_ping_interval=0.1, ws_ping_timeout=0.5)
+    block = b"x" * 65536
+    with connect(url, open_timeout=WAIT, ping_interval=None) as ws:
+        sender = threading.Thread(target=lambda: [ws.send(block) for _ in range(32)])   # 2 MB
+        sender.start()
+        assert while_paused.wait(WAIT)
+        release.set()
+        for _ in range(32):
+            assert ws.recv(WAIT) == b"x"
+        sender.join(WAIT)
