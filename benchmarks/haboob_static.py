@@ -16,7 +16,8 @@ script) is measured on Haboob and nginx: refbench's uvicorn serves one file from
 
 Reports each server's median requests per second and p99, the medians of Haboob's per-run
 ratios to the others, and for the mix MiB/s and how many events per request went to Haboob's
-``haboob.miss`` stage (files read from disk, and the once-a-second rechecks of cached ones).
+``haboob.miss`` stage's threads (the loads and rechecks that would have waited for the disk:
+what the kernel has cached is loaded and rechecked on the loop).
 Writes haboob_static.md and haboob_static.json in docs/results/ (or ``--out``).
 """
 
@@ -270,8 +271,9 @@ def markdown(results: dict[str, Any]) -> str:
             f"drawn as SPECweb99 does (Zipf over directories, seed {SEED}), taken in turn. Over "
             f"this sequence an LRU cache of that size misses {mix['lru_request_misses']:.1%} "
             f"of the requests and {mix['lru_byte_misses']:.1%} of the bytes. Haboob reads a "
-            f"miss whole (pread) in its haboob.miss stage and caches it; nginx sends every "
-            f"file with sendfile.", "",
+            f"miss whole and caches it, on its loop when the kernel has the file cached and in "
+            f"its haboob.miss stage's threads otherwise; nginx sends every file with "
+            f"sendfile.", "",
             "| connections | " + " | ".join(f"{n} MiB/s" for n in names if n != "uvicorn")
             + " | haboob.miss events / request |",
             "|---:|" + "---:|" * (len([n for n in names if n != "uvicorn"]) + 1)]

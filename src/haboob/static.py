@@ -1,4 +1,5 @@
-"""What a static-file request means, apart from any I/O scheduling: a safe path under the root,
+"""What a static-file request means, apart from I/O scheduling: a safe path under the root (and
+the file opened at once when the kernel resolves it from its caches),
 the file's validators, and the HTTP rules for conditional and partial responses."""
 
 from __future__ import annotations
