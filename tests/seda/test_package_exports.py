@@ -21,7 +21,7 @@ EXPORTS = {
                      "ThreadPoolController", "TokenBucket"],
     "seda.io": ["Closed", "Connected", "Connection", "Failed", "FileDone", "FileLayer",
                 "FileSegment", "Listener", "Packet", "Send", "SocketLayer", "TLSSession",
-                "WriteDone", "bind_socket", "read_nowait"],
+                "WriteDone", "bind_socket", "open_nowait", "read_nowait"],
     "seda.http": ["AsgiHandler", "BodyError", "BodyReader", "ClientDisconnected", "FileBody",
                   "HttpRequest", "LifespanFailed", "Limits", "Logged", "Prepared",
                   "ReadyAnswer", "Response", "ServerProtocol", "StreamBody", "WsgiHandler",
