@@ -58,7 +58,9 @@ def open_cached(root: str, url_path: str, *, allow_outside: bool = False
         return None
     base = _real_root(root)
     try:
-        fd = open_nowait(os.path.join(base, relative))
+        # O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads
+        # are unchanged); O_NOCTTY: a terminal a link leads to does not become ours
+        fd = open_nowait(os.path.join(base, relative), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     if fd is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
@@ -235,6 +236,22 @@ def test_misses_and_rechecks_the_kernel_has_cached_stay_on_the_loop(site):
         assert stats["haboob.cache"]["processed"] >= 5
         assert stats["haboob.miss"]["processed"] <= 1         # the directory at most
     finally:
+        rt.stop()
+
+
+def test_a_fifo_under_the_root_is_refused_and_holds_nothing_up(site):
+    """Opening a FIFO for reading waits for a writer: the loop must never be the one to."""
+    os.mkfifo(site / "pipe")
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0)).address
+    rt.start()
+    try:
+        assert fetch(address, "/pipe")[0].status == 403
+        assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+    finally:
+        # (had anything opened it to read, this writer lets it go, and the runtime stop)
+        with contextlib.suppress(OSError):
+            os.close(os.open(site / "pipe", os.O_WRONLY | os.O_NONBLOCK))
         rt.stop()
 
 
