@@ -64,7 +64,7 @@ def is_asgi(app: Any) -> bool:
 
 def is_websocket(req: HttpRequest) -> bool:
     """Whether ``req`` asks to become a WebSocket (RFC 6455 4.1: a GET with Upgrade)."""
-    if req.method != "GET":
+    if not req.upgrade or req.method != "GET":
         return False
     upgrade = req.header("upgrade")
     return upgrade is not None and "websocket" in upgrade.lower()
@@ -85,12 +85,16 @@ def websockets() -> Any:
 def _head_bytes(fields: list[tuple[bytes, bytes]], length: int | None) -> bytes:
     """Header lines for a ``Prepared`` response, with a Content-Length of ``length`` unless
     None. Refuses a line break in a name or value (response splitting), as Response does."""
-    lines = [b"%s: %s\r\n" % field for field in fields]
-    if length is not None:
-        lines.append(b"content-length: %d\r\n" % length)
-    head = b"".join(lines)
-    if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
+    # joined in C, no Python per field: the fields come from the application, so a line
+    # break inside one shows as one break too many
+    head = b"\r\n".join(map(b": ".join, fields))
+    breaks = len(fields) - 1 if fields else 0
+    if head.count(b"\n") != breaks or head.count(b"\r") != breaks:
         raise ValueError("a header field contains a line break")
+    if fields:
+        head += b"\r\n"
+    if length is not None:
+        head += b"content-length: %d\r\n" % length
     return head
 
 
@@ -179,7 +183,8 @@ class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
     __slots__ = ("body_error", "body_given", "closes", "complete", "counted", "gone", "handler",
-                 "head_only", "length", "loop", "raw", "receiving", "req", "status", "stream")
+                 "head_only", "length", "loop", "raw", "receiving", "req", "status", "stream",
+                 "watching")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -193,6 +198,7 @@ class _Exchange:
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
         self.complete = False                  # the last body message has been sent
         self.gone = False                      # the client has closed or stopped sending
+        self.watching = False                  # the connection tells us if the client goes
         self.body_given = False                # the request body has been given whole
         self.body_error: BodyError | None = None
         self.receiving: asyncio.Future[None] | None = None    # what a receive() waits for
@@ -214,6 +220,12 @@ class _Exchange:
     async def _wait_to_receive(self, arm: Callable[[Callable[[], None]], None]) -> None:
         """Until ``arm``'s callback is called from another thread, the client goes or (body
         given) the response is complete."""
+        if not self.watching:
+            # Only a request that waits here needs the news (a streamed send learns it from
+            # its stream): most are answered without, and pay nothing for it. A client gone
+            # already is reported at once.
+            self.watching = True
+            self.req.on_gone(self._on_gone)
         future = self.receiving = self.loop.create_future()
         arm(_wake(self.loop, future))
         try:
@@ -351,7 +363,6 @@ class _Exchange:
 
     async def run(self) -> None:
         req, handler = self.req, self.handler
-        req.on_gone(self._on_gone)
         try:
             await handler.app(handler.scope(req), self.receive, self.send)
         except asyncio.CancelledError:         # stopping, past the deadline
@@ -373,7 +384,8 @@ class _Exchange:
                               "starting" if self.status is None else "completing")
                 self._fail()
         finally:
-            req.on_gone(None)
+            if self.watching:
+                req.on_gone(None)
 
     def _fail(self) -> None:
         """The application could not answer: 500 (or what a bad body deserves) if nothing has

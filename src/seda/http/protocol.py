@@ -93,9 +93,9 @@ _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _EMPTY_LINE = b"\r\n"
 # Header fields the protocol itself reads; any other role makes a request not plain (its answer
 # may depend on more than its target, so no ready answer may serve it).
-_OTHER, _HOST, _LENGTH, _CODING, _EXPECT, _CONNECTION, _CONDITION = range(7)
+_OTHER, _HOST, _LENGTH, _CODING, _EXPECT, _CONNECTION, _UPGRADE, _CONDITION = range(8)
 _ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"transfer-encoding": _CODING,
-          b"expect": _EXPECT, b"connection": _CONNECTION,
+          b"expect": _EXPECT, b"connection": _CONNECTION, b"upgrade": _UPGRADE,
           **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
                            b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
 # The role of each field name as clients spell it ("Host", "user-agent"), for the first few
@@ -185,9 +185,10 @@ class ServerProtocol:
     __slots__ = (
         "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
-        "_request", "_start", "_tail", "_url", "_version", "answers", "client", "connection",
-        "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log", "next_seq", "out",
-        "owed", "parser", "peer", "ready", "scheme", "send_seq", "server", "stats", "stopping",
+        "_request", "_start", "_tail", "_upgrade", "_url", "_version", "answers", "client",
+        "connection", "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log",
+        "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq", "server",
+        "stats", "stopping",
         "streaming", "wake", "wants_input",
     )
 
@@ -226,7 +227,7 @@ class ServerProtocol:
         # on_header, on_headers_complete) and its body read (_start_body)
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._expect = self._plain = False
+        self._expect = self._plain = self._upgrade = False
         self._keep = True
         self._method = b"GET"
         self._version = "1.1"
@@ -413,7 +414,7 @@ class ServerProtocol:
         host: bytes | None = None
         length = 0
         plain = True
-        chunked = False
+        chunked = upgrade = False
         keep = version == "1.1"                # unless it says otherwise (RFC 9112 9.3)
         for k, v in headers:                   # one pass; a field's role looked up once
             role = _ROLE_OF.get(k)
@@ -448,6 +449,8 @@ class ServerProtocol:
                     keep = False
                 elif b"keep-alive" in options:
                     keep = True
+            elif role is _UPGRADE:             # (a ready answer may ignore it: RFC 9110 7.8)
+                upgrade = True
             else:
                 plain = False
         if host is None and version == "1.1":
@@ -458,6 +461,7 @@ class ServerProtocol:
         # HTTP/1.0 with Transfer-Encoding: the framing is suspect; close after it (9112 6.1)
         self._keep = keep and not self.stopping and not (chunked and version == "1.0")
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
+        self._upgrade = upgrade
 
     # -- bodies ----------------------------------------------------------------------------------
 
@@ -590,7 +594,8 @@ class ServerProtocol:
         self.next_seq += 1
         return HttpRequest(
             self._method.decode("ascii"), target, path, query, self._headers, body,
-            self._version, self.connection, seq, self._keep, self.peer, self.scheme)
+            self._version, self.connection, seq, self._keep, self.peer, self.scheme,
+            self._upgrade)
 
     def _dispatch(self, request: HttpRequest) -> None:
         self.owed[request.seq] = self._now

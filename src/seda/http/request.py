@@ -30,19 +30,20 @@ class HttpRequest:
     when answered out of order. A large or chunked body arrives as ``stream`` (a BodyReader)
     while ``body`` stays empty; trailer fields of a chunked body are in ``trailers`` once the
     body is complete, never among the headers. ``scheme`` is "https" on a TLS connection;
-    ``peer`` is the client's address."""
+    ``peer`` is the client's address. ``upgrade``: the head has an Upgrade field (the client
+    asks to switch protocols), noted as it was parsed."""
 
     __slots__ = ("body", "connection", "headers", "keep_alive", "method", "path", "peer", "query",
-                 "scheme", "seq", "stream", "target", "trailers", "version")
+                 "scheme", "seq", "stream", "target", "trailers", "upgrade", "version")
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
                  connection: Responder, seq: int, keep_alive: bool, peer: Any = None,
-                 scheme: str = "http") -> None:
+                 scheme: str = "http", upgrade: bool = False) -> None:
         self.method, self.target, self.path, self.query = method, target, path, query
         self.headers, self.body, self.version = headers, body, version
         self.connection, self.seq, self.keep_alive = connection, seq, keep_alive
-        self.peer, self.scheme = peer, scheme
+        self.peer, self.scheme, self.upgrade = peer, scheme, upgrade
         self.stream: BodyReader | None = None
         self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
 

@@ -196,6 +196,9 @@ def test_an_upgrade_request_is_served_as_a_plain_one():
     c = Conn()
     reqs = c.send(get("/ws", "Connection: Upgrade", "Upgrade: websocket") + get("/next"))
     assert [r.path for r in reqs] == ["/ws", "/next"]
+    # noted as the head is read, however the client spells the field, for only that request
+    assert [r.upgrade for r in reqs] == [True, False]
+    assert Conn().send(get("/", "UPGRADE: h2c"))[0].upgrade
 
 
 class Tunnel:
