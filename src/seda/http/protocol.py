@@ -188,8 +188,7 @@ class ServerProtocol:
         "_request", "_start", "_tail", "_upgrade", "_url", "_version", "answers", "client",
         "connection", "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log",
         "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq", "server",
-        "stats", "stopping",
-        "streaming", "wake", "wants_input",
+        "stats", "stopping", "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
