@@ -182,19 +182,20 @@ class Prepared:
     """A response whose headers were encoded once (a page cache's entry): per request only the
     status line, the Date and, if needed, a Connection header are added."""
 
-    __slots__ = ("_start", "_whole", "body", "head", "status")
+    __slots__ = ("_date", "_whole", "body", "head", "status")
 
     def __init__(self, status: int, head: bytes, body: bytes = b"") -> None:
         self.status, self.head, self.body = status, head, body
-        self._start: bytes | None = None      # the status and Date lines ``_whole`` begins with
+        self._date: bytes | None = None       # the Date line ``_whole`` was made with
         self._whole = b""                     # this second's keep-alive HTTP/1.1 answer to GET
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         if keep_alive and not (http10 or head_only):     # the usual request: made once a second
-            start = _head_start(self.status, False, None)
-            if start is not self._start:
-                self._whole = b"".join((start, self.head, b"\r\n", self.body))
-                self._start = start
+            date = _date_line()
+            if date is not self._date:
+                self._whole = b"".join((_status_line(self.status), date, self.head, b"\r\n",
+                                        self.body))
+                self._date = date
             return [self._whole], True
         connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
                       else b"" if keep_alive else b"connection: close\r\n")
