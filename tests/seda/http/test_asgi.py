@@ -77,7 +77,8 @@ def test_the_scope_says_what_the_request_is(rt):
     assert shown.pop("headers")[-2:] == [["content-type", "text/plain"], ["x-twice", "1"]]
     assert shown == {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http",
                      "path": "/app/a b/\u00e9", "raw_path": "/app/a%20b/%C3%A9",
-                     "root_path": "/app", "state": {}, "extensions": {},
+                     "root_path": "/app", "state": {},
+                     "extensions": {"http.response.pathsend": {}},
                      "asgi": {"version": "3.0", "spec_version": "2.4"}, "query": "x=1&y=%20",
                      "client": "127.0.0.1", "server": ["example.org", 8080], "body": "payload"}
 
