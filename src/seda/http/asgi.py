@@ -58,9 +58,10 @@ PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval
 
 def is_asgi(app: Any) -> bool:
     """Whether ``app`` looks like an ASGI 3 application, as uvicorn tells: a coroutine function,
-    or an object whose ``__call__`` is one (a class is taken for an ASGI 2 one, not this)."""
+    an object whose ``__call__`` is one, or a class whose instances are awaitable (another
+    class is taken for an ASGI 2 one: asgi2.py)."""
     if inspect.isclass(app):
-        return False
+        return hasattr(app, "__await__")
     if inspect.iscoroutinefunction(app):
         return True
     return inspect.iscoroutinefunction(getattr(app, "__call__", None))  # noqa: B004 -- its coroutine-ness
