@@ -16,15 +16,16 @@ import pytest
 
 from seda.http import Limits, mount_asgi, serve
 
-from tests.helpers import WAIT
+from tests.helpers import WAIT, certs
 from tests.helpers.net import raw, until
 
 PATHSEND = "http.response.pathsend"
 
 
-def run(rt, app):
+def run(rt, app, ssl_context=None):
     sink = mount_asgi(rt, app, tasks=16, lifespan="off")
-    listener = serve(rt, ("127.0.0.1", 0), sink, limits=Limits(response_timeout=5))
+    listener = serve(rt, ("127.0.0.1", 0), sink, limits=Limits(response_timeout=5),
+                     ssl_context=ssl_context)
     rt.start()
     return listener.address
 
@@ -73,6 +74,26 @@ def test_the_file_is_the_body_and_the_connection_goes_on(rt, big):
         assert hashlib.sha256(data).digest() == hashlib.sha256(big.read_bytes()).digest()
     c.close()
     until(lambda: opened(big), lambda n: n == 0)   # each descriptor closed once sent
+
+
+def test_through_tls_the_file_goes_in_pieces(rt, big, tmp_path):
+    """No sendfile through TLS: the connection reads the file piece by piece; an empty file
+    is no piece at all."""
+    server, client = certs.contexts(tmp_path)
+    (tmp_path / "empty").write_bytes(b"")
+
+    async def app(scope, receive, send):
+        path = tmp_path / "empty" if scope["path"] == "/empty" else big
+        await file_app(path)(scope, receive, send)
+
+    address = run(rt, app, ssl_context=server)
+    c = http.client.HTTPSConnection(*address, timeout=WAIT, context=client)
+    for path, data in (("/", big.read_bytes()), ("/empty", b""), ("/", big.read_bytes())):
+        c.request("GET", path)
+        r = c.getresponse()
+        assert (r.status, r.read() == data) == (200, True), path
+    c.close()
+    until(lambda: opened(big), lambda n: n == 0)
 
 
 def test_an_empty_file_is_an_empty_body(rt, tmp_path):
