@@ -16,7 +16,7 @@ from seda.http import Limits
 from .cache import POLICIES
 from .tls import tls_context
 
-INTERFACES = ("auto", "asgi", "wsgi")
+INTERFACES = ("auto", "asgi", "asgi2", "asgi3", "wsgi")   # asgi3: uvicorn's name for asgi
 LIFESPANS = ("auto", "on", "off")     # seda.http.AsgiHandler's, as uvicorn's --lifespan
 
 
@@ -30,7 +30,7 @@ class Options:
     host: str = "127.0.0.1"
     port: int = 8000
     apps: list[tuple[str, Callable]] = field(default_factory=list)   # (prefix, application)
-    interface: str = "auto"             # what the applications are: wsgi, asgi, or told apart
+    interface: str = "auto"             # what the applications are (INTERFACES), or told apart
     tasks: int = 1000                   # most requests in flight per ASGI application
     lifespan: str = "auto"              # ASGI lifespan: auto, on or off (as uvicorn's)
     ws_max_size: int = 16 * 2**20       # the largest WebSocket message an ASGI app receives

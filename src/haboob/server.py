@@ -24,7 +24,9 @@ from seda.http import (
     Prepared,
     ReadyAnswer,
     Response,
+    from_asgi2,
     is_asgi,
+    is_asgi2,
     mount,
     mount_asgi,
     prepare_head,
@@ -447,16 +449,23 @@ class Closer(seda.EventHandler):
             os.close(ev.tag)
 
 
-def asgi(app: Any, interface: str) -> bool:
-    """Whether to serve ``app`` as ASGI: as ``interface`` says, or (auto) as uvicorn tells."""
-    return interface == "asgi" or (interface == "auto" and is_asgi(app))
+def served_as(app: Any, interface: str) -> str:
+    """How to serve ``app``: "asgi" (3), "asgi2" or "wsgi". As ``interface`` says ("asgi3" is
+    uvicorn's name for "asgi"), or (auto) ASGI 3 or 2 as uvicorn tells them apart, and WSGI
+    for any other callable (which uvicorn would take for ASGI 2, but it never guesses WSGI)."""
+    if interface == "auto":
+        return "asgi" if is_asgi(app) else "asgi2" if is_asgi2(app) else "wsgi"
+    return "asgi" if interface == "asgi3" else interface
 
 
 def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -> Any:
     """The stage of one application, WSGI on a thread pool or ASGI on an asyncio loop, with
     the same admission; returns its sink."""
     name = f"haboob.app{i}:{prefix}"
-    if asgi(app, options.interface):
+    kind = served_as(app, options.interface)
+    if kind != "wsgi":
+        if kind == "asgi2":
+            app = from_asgi2(app)
         return mount_asgi(rt, app, name=name, root_path=prefix, tasks=options.tasks,
                           predicate=admission(options), server_name=options.host,
                           server_port=options.port, lifespan=options.lifespan,

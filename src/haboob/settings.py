@@ -67,9 +67,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "HOST:PORT"),
     Setting("mount", mount, "another application at PREFIX (repeatable)", "PREFIX=APP",
             many=True),
-    Setting("interface", text, "what the applications are: wsgi, asgi, or auto (default: "
-            "ASGI if the application is a coroutine function or its __call__ is one, as "
-            "uvicorn tells)", "KIND"),
+    Setting("interface", text, "what the applications are: wsgi, asgi (asgi3), asgi2 (a "
+            "class called with the scope), or auto (default: ASGI if the application is a "
+            "coroutine function or its __call__ is one, ASGI 2 if it is a class, as uvicorn "
+            "tells; else WSGI)", "KIND"),
     Setting("cache_mb", megabytes,
             f"page cache budget, MB (default {Options.cache_bytes // 2**20})", "MB"),
     Setting("cache_policy", text,

@@ -148,13 +148,46 @@ def test_asgi_settings(site):
     defaults, _ = parse(["--root", str(site)])
     assert (defaults.interface, defaults.tasks, defaults.lifespan) == ("auto", 1000, "auto")
     assert (defaults.ws_ping_interval, defaults.ws_ping_timeout) == (20, 20)   # uvicorn's
-    for args, message in ((["--interface", "cgi"], "one of auto, asgi, wsgi"),
+    for args, message in ((["--interface", "cgi"], "one of auto, asgi, asgi2, asgi3, wsgi"),
                           (["--tasks", "0"], "tasks"), (["--lifespan", "maybe"], "lifespan"),
                           (["--ws-ping-interval", "-1"], "seconds must be >= 0 (0: off)"),
                           (["--ws-ping-timeout", "soon"], "is not a number of seconds")):
         done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site), *args],
                               capture_output=True, text=True, timeout=WAIT)
         assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert done.stderr.splitlines()[-1].startswith("haboob: error: ")   # on one line
+        assert "Traceback" not in done.stderr
+
+
+ASGI2_APP = textwrap.dedent("""
+    class App:
+        def __init__(self, scope):
+            self.scope = scope
+
+        async def __call__(self, receive, send):
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body",
+                        "body": b"asgi2 at " + self.scope["path"].encode()})
+""")
+
+
+def test_an_asgi2_application_is_served_with_interface_asgi2(tmp_path):
+    (tmp_path / "asgi2app.py").write_text(ASGI2_APP)
+    proc = haboob("asgi2app:App", "--interface", "asgi2", "--bind", "127.0.0.1:0",
+                  cwd=tmp_path)
+    try:
+        port = served_port(proc)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
+        c.request("GET", "/hello")
+        r = c.getresponse()
+        assert (r.status, r.read()) == (200, b"asgi2 at /hello")
+        c.close()
+        proc.terminate()
+        assert proc.wait(WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 FAILING_STARTUP = textwrap.dedent("""

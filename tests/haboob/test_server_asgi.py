@@ -12,7 +12,7 @@ import pytest
 from wsproto.events import CloseConnection, Ping
 
 import seda
-from haboob.server import Options, asgi, build
+from haboob.server import Options, build, served_as
 
 from tests.helpers import WAIT
 from tests.helpers.admission import (
@@ -47,10 +47,80 @@ class Instance:
         await describe(scope, receive, send)
 
 
-def test_an_application_is_served_as_asgi_or_wsgi_as_it_is_or_as_told():
-    assert asgi(describe, "auto") and asgi(Instance(), "auto")
-    assert not asgi(wsgi_describe, "auto") and not asgi(describe, "wsgi")
-    assert asgi(wsgi_describe, "asgi")          # told: an application wrapped out of sight
+class Asgi2:
+    """An ASGI 2 application, with a lifespan: constructed with the scope, then called with
+    receive and send."""
+
+    started: list = []
+
+    def __init__(self, scope):
+        self.scope = scope
+
+    async def __call__(self, receive, send):
+        if self.scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                Asgi2.started.append(True)
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = json.dumps({"asgi2": True, "root_path": self.scope["root_path"],
+                           "path": self.scope["path"], "started": bool(Asgi2.started)})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body.encode()})
+
+
+class WsgiClass:
+    """PEP 3333's application class: constructed with environ and start_response, iterated."""
+
+    def __init__(self, environ, start_response):
+        self.environ = environ
+        start_response("200 OK", [("Content-Type", "text/plain")])
+
+    def __iter__(self):
+        yield b"wsgi class at " + self.environ["PATH_INFO"].encode()
+
+
+class Awaited:
+    """An ASGI 3 application as a class: constructed with all three, then awaited."""
+
+    def __init__(self, scope, receive, send):
+        self.call = describe(scope, receive, send)
+
+    def __await__(self):
+        return self.call.__await__()
+
+
+def test_an_application_is_served_as_asgi_asgi2_or_wsgi_as_it_is_or_as_told():
+    assert served_as(describe, "auto") == served_as(Instance(), "auto") == "asgi"
+    assert served_as(Awaited, "auto") == "asgi"                # as uvicorn tells
+    assert served_as(Asgi2, "auto") == "asgi2"                 # a class, as uvicorn tells
+    assert served_as(wsgi_describe, "auto") == served_as(WsgiClass, "auto") == "wsgi"
+    assert served_as(describe, "wsgi") == "wsgi"
+    assert served_as(wsgi_describe, "asgi") == "asgi"          # told: wrapped out of sight
+    assert served_as(describe, "asgi3") == "asgi"              # uvicorn's name for it
+    assert served_as(WsgiClass, "asgi2") == "asgi2"
+
+
+@pytest.mark.parametrize("interface", ["asgi2", "auto"])
+def test_an_asgi2_class_is_served_with_its_lifespan(interface):
+    Asgi2.started.clear()
+    options = Options(port=0, interface=interface,
+                      apps=[("/", Asgi2)] if interface == "asgi2"
+                      else [("/", Asgi2), ("/awaited", Awaited), ("/wsgi", WsgiClass)])
+    rt = seda.Runtime()
+    address = build(rt, options).address
+    rt.start()
+    try:
+        assert rt.stats()["haboob.app0:/"]["manager"] == "asyncio"
+        r, body = fetch(address, "/items/1")
+        assert r.status == 200 and json.loads(body) == {
+            "asgi2": True, "root_path": "", "path": "/items/1", "started": True}
+        if interface == "auto":                # the other classes beside it, as they are
+            assert json.loads(fetch(address, "/awaited/x")[1])["path"] == "/awaited/x"
+            assert fetch(address, "/wsgi/x")[1] == b"wsgi class at /x"
+    finally:
+        rt.stop()
 
 
 def test_asgi_wsgi_and_files_in_one_server(tmp_path):

@@ -4,6 +4,7 @@ ASGI."""
 from . import response as responses
 from .answers import ReadyAnswer
 from .asgi import AsgiHandler, is_asgi, mount_asgi
+from .asgi2 import from_asgi2, is_asgi2
 from .body import BodyError, BodyReader
 from .lifespan import LifespanFailed
 from .limits import Limits
@@ -29,7 +30,9 @@ __all__ = [
     "ServerProtocol",
     "StreamBody",
     "WsgiHandler",
+    "from_asgi2",
     "is_asgi",
+    "is_asgi2",
     "mount",
     "mount_asgi",
     "prepare_head",

@@ -11,8 +11,10 @@ one through a ``StreamBody``, and ``send`` waits only while more than 256 KB of 
 slow client. Once the connection is lost, a streamed ``send`` raises ``ClientDisconnected``,
 an OSError (ASGI spec 2.4); a client that only stopped sending still gets its answer.
 
-Trailers are declined politely: the extension is not offered, and an application that sends
-them anyway has its response end with its last body, the trailers dropped.
+The ``http.response.pathsend`` extension is offered: a file the application names goes out
+with sendfile (pathsend.py). Trailers are declined politely: the extension is not offered, and
+an application that sends them anyway has its response end with its last body, the trailers
+dropped.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import functools
 import inspect
 import logging
 import operator
+import os
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler, StageContext
+from . import pathsend
 from . import response as responses
 from .body import BodyError
 from .lifespan import Application, Lifespan, Message
@@ -55,9 +59,10 @@ PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval
 
 def is_asgi(app: Any) -> bool:
     """Whether ``app`` looks like an ASGI 3 application, as uvicorn tells: a coroutine function,
-    or an object whose ``__call__`` is one (a class is taken for an ASGI 2 one, not this)."""
+    an object whose ``__call__`` is one, or a class whose instances are awaitable (another
+    class is taken for an ASGI 2 one: asgi2.py)."""
     if inspect.isclass(app):
-        return False
+        return hasattr(app, "__await__")
     if inspect.iscoroutinefunction(app):
         return True
     return inspect.iscoroutinefunction(getattr(app, "__call__", None))  # noqa: B004 -- its coroutine-ness
@@ -173,7 +178,7 @@ class AsgiHandler(EventHandler):
             "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
             "server": self.server,
             "state": dict(self.lifespan.state),
-            "extensions": {},
+            "extensions": {pathsend.EXTENSION: {}},
         }
 
     async def handle_event(self, req: HttpRequest) -> None:
@@ -284,6 +289,8 @@ class _Exchange:
             if kind != "http.response.start":
                 raise RuntimeError(f"expected ASGI message 'http.response.start', got {kind!r}")
             self._start(message)
+        elif kind == pathsend.EXTENSION and self.stream is None and not self.complete:
+            self._send_path(message["path"])
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
@@ -334,6 +341,19 @@ class _Exchange:
             await self._wait_to_send(stream)
             if stream.gone:
                 raise ClientDisconnected("the client has gone")
+
+    def _send_path(self, path: str) -> None:
+        """The file at ``path`` is the body (pathsend.py); raises if it cannot be sent, for
+        the application to see why (and the client gets a 500, as for any failure)."""
+        fd, size = pathsend.open_regular(path)
+        if self.head_only:                     # HEAD, 204, 304: no body (HEAD: its length)
+            os.close(fd)
+            self.counted += size
+            self._finish(b"")
+            return
+        self.req.respond(pathsend.file_response(self.status, self.headers(),  # type: ignore[arg-type]  # started
+                                                self.length, fd, size))
+        self._completed()
 
     def headers(self) -> Headers:
         """The application's header fields as a Response takes them."""

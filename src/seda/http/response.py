@@ -7,6 +7,7 @@ stream of chunks for an iterable of unknown length.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -19,6 +20,7 @@ from ..io.events import FileSegment
 
 if TYPE_CHECKING:
     from .._abc import DoneSink
+    from ..io.events import WriteDone
 
 _STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
 _NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
@@ -248,6 +250,16 @@ class FileBody:
     def __init__(self, fd: int, offset: int, count: int, done: DoneSink | None = None,
                  tag: Any = None) -> None:
         self.fd, self.offset, self.count, self.done, self.tag = fd, offset, count, done, tag
+
+
+class CloseDescriptor:
+    """The ``done`` of a ``FileBody`` whose descriptor was opened for its one response (its
+    tag): closed once the response is sent, or abandoned with its connection."""
+
+    @staticmethod
+    def enqueue_lossy(ev: WriteDone) -> bool:
+        os.close(ev.tag)
+        return True
 
 
 def _frames(body: Iterable[bytes], chunked: bool) -> list[bytes]:

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
-from ..io.events import WriteDone
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest
-from .response import FileBody, Headers, Response, StreamBody
+from .response import CloseDescriptor, FileBody, Headers, Response, StreamBody
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
@@ -90,15 +89,6 @@ class FileWrapper:
         close = getattr(self.filelike, "close", None)
         if close is not None:
             close()
-
-
-class _CloseDescriptor:
-    """Where a sendfile'd response's WriteDone goes: the duplicate descriptor is closed."""
-
-    @staticmethod
-    def enqueue_lossy(ev: WriteDone) -> bool:
-        os.close(ev.tag)
-        return True
 
 
 class WsgiHandler(EventHandler):
@@ -320,7 +310,7 @@ class _Exchange:
                 return False                       # short: let the iterable path deal with it
             count = self.length
         dup = os.dup(fd)
-        self.req.respond(Response(self.status, FileBody(dup, offset, count, _CloseDescriptor, dup),
+        self.req.respond(Response(self.status, FileBody(dup, offset, count, CloseDescriptor, dup),
                                   self.headers, reason=self.reason))
         return True
 

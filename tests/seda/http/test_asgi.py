@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from seda.http import Limits, asgi, is_asgi, mount_asgi, serve
+from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, serve
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
@@ -77,7 +77,8 @@ def test_the_scope_says_what_the_request_is(rt):
     assert shown.pop("headers")[-2:] == [["content-type", "text/plain"], ["x-twice", "1"]]
     assert shown == {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http",
                      "path": "/app/a b/\u00e9", "raw_path": "/app/a%20b/%C3%A9",
-                     "root_path": "/app", "state": {}, "extensions": {},
+                     "root_path": "/app", "state": {},
+                     "extensions": {"http.response.pathsend": {}},
                      "asgi": {"version": "3.0", "spec_version": "2.4"}, "query": "x=1&y=%20",
                      "client": "127.0.0.1", "server": ["example.org", 8080], "body": "payload"}
 
@@ -314,10 +315,34 @@ def test_asgi_applications_are_told_from_wsgi_ones():
 
         async def __call__(self, receive, send): ...
 
+    class Awaited:                             # ASGI 3: constructed with all three, awaited
+        def __init__(self, scope, receive, send): ...
+
+        def __await__(self): ...
+
+    class WsgiClass:                           # PEP 3333's application class
+        def __init__(self, environ, start_response): ...
+
     def wsgi(environ, start_response): ...
 
     assert is_asgi(function) and is_asgi(Instance()) and is_asgi(functools.partial(function))
+    assert is_asgi(Awaited) and not is_asgi2(Awaited)
     assert not is_asgi(wsgi) and not is_asgi(Asgi2) and not is_asgi(object())
+    assert is_asgi2(Asgi2) and not is_asgi2(WsgiClass) and not is_asgi2(wsgi)
+    assert not is_asgi2(Instance()) and not is_asgi2(function)
+
+
+def test_an_asgi2_application_is_served_as_asgi3(rt):
+    class Asgi2:
+        def __init__(self, scope):
+            self.path = scope["path"]
+
+        async def __call__(self, receive, send):
+            await read_body(receive)
+            await answer(send, body=self.path.encode())
+
+    r, data = get(run(rt, from_asgi2(Asgi2), lifespan="off"), "POST", "/where", b"body")
+    assert (r.status, data) == (200, b"/where")
 
 
 def test_without_wsproto_an_upgrade_is_served_as_http(rt, monkeypatch):

@@ -1,0 +1,57 @@
+"""ASGI's ``http.response.pathsend`` extension: the application names a file and the server
+sends it as the response's body, with sendfile, as Haboob sends its static files. Starlette's
+and FastAPI's ``FileResponse`` use it when it is offered, instead of reading the file into
+body messages on the application's loop.
+
+The file is opened by the application's stage (``send`` raises there, so the application sees
+why it cannot be sent), and the descriptor travels with the response to the connection, which
+closes it once the file has gone or the client has.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+from .response import CloseDescriptor, FileBody, Headers, Response
+
+EXTENSION = "http.response.pathsend"
+
+
+def open_regular(path: Any) -> tuple[int, int]:
+    """The file at ``path`` opened for reading, and its size. Raises OSError if it cannot be
+    opened (FileNotFoundError, PermissionError), ValueError if it is not a regular file.
+
+    The spec asks for an absolute path, but Starlette's FileResponse passes on whatever path
+    it was given: a relative one is taken from the working directory, which is the
+    application's own (one process), so it names the file the application would have read."""
+    # O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads are
+    # unchanged); O_NOCTTY: a terminal does not become ours
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{EXTENSION}: {path!r} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def file_response(status: int, headers: Headers, declared: int | None, fd: int,
+                  size: int) -> Response:
+    """The response that sends the open file ``fd`` of ``size`` bytes, and then closes it.
+
+    A declared Content-Length that disagrees with the file is treated as a wrong length in any
+    ASGI body: never a byte past it, and a file shorter than it goes with its own length on a
+    connection that then closes, so that the client neither waits for bytes that will not
+    come nor reads the next response out of this one."""
+    count = size if declared is None else min(declared, size)
+    if declared is not None and declared > size:
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        headers.append(("connection", "close"))
+    if count == 0:                  # nothing to send: a FileSegment of 0 bytes fails under TLS
+        os.close(fd)
+        return Response(status, b"", headers)
+    return Response(status, FileBody(fd, 0, count, CloseDescriptor, fd), headers)
