@@ -110,7 +110,7 @@ _names, _values = operator.itemgetter(0), operator.itemgetter(1)
 def _lowered(fields: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """``fields`` with lower-case names, as ASGI has them. In C, with no Python per field: a
     browser sends a dozen or more on every request."""
-    return list(zip(map(bytes.lower, map(_names, fields)), map(_values, fields)))
+    return list(zip(map(bytes.lower, map(_names, fields)), map(_values, fields), strict=True))
 
 
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
