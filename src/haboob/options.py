@@ -14,6 +14,7 @@ from seda.config import check, check_whole
 from seda.http import Limits
 
 from .cache import POLICIES
+from .loops import loop_factory
 from .tls import tls_context
 
 INTERFACES = ("auto", "asgi", "asgi2", "asgi3", "wsgi")   # asgi3: uvicorn's name for asgi
@@ -33,6 +34,7 @@ class Options:
     interface: str = "auto"             # what the applications are (INTERFACES), or told apart
     tasks: int = 1000                   # most requests in flight per ASGI application
     lifespan: str = "auto"              # ASGI lifespan: auto, on or off (as uvicorn's)
+    loop: str = "auto"                  # ASGI event loop: auto, asyncio, uvloop, module:attr
     ws_max_size: int = 16 * 2**20       # the largest WebSocket message an ASGI app receives
     ws_ping_interval: float = 20.0      # seconds between keep-alive pings (0: none), as uvicorn
     ws_ping_timeout: float = 20.0       # seconds a ping waits for its Pong (0: for ever)
@@ -68,6 +70,9 @@ class Options:
         check_whole(self, "ws_max_size", 1)
         check(self, "interface", self.interface in INTERFACES, f"one of {', '.join(INTERFACES)}")
         check(self, "lifespan", self.lifespan in LIFESPANS, f"one of {', '.join(LIFESPANS)}")
+        check(self, "loop", isinstance(self.loop, str) and bool(self.loop),
+              "auto, asyncio, uvloop or module:attribute")
+        loop_factory(self.loop)             # (now, rather than once the server has started)
         check_whole(self, "cache_bytes", 0)
         check_whole(self, "max_entry", 0)
         check(self, "cache_policy", self.cache_policy in POLICIES,

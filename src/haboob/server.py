@@ -38,6 +38,7 @@ from seda.status import PREFIX, add_status
 
 from .access_log import AccessLog
 from .cache import PageCache
+from .loops import loop_factory
 from .options import Options
 from .static import (
     UNSATISFIABLE,
@@ -469,6 +470,7 @@ def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -
         return mount_asgi(rt, app, name=name, root_path=prefix, tasks=options.tasks,
                           predicate=admission(options), server_name=options.host,
                           server_port=options.port, lifespan=options.lifespan,
+                          loop_factory=loop_factory(options.loop),
                           ws_max_size=options.ws_max_size,
                           ws_ping_interval=options.ws_ping_interval,
                           ws_ping_timeout=options.ws_ping_timeout)

@@ -80,6 +80,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             f"(default {Options.threads})", "N"),
     Setting("tasks", whole, "most requests in flight per ASGI application; more wait in its "
             f"queue (default {Options.tasks})", "N"),
+    Setting("loop", text, "the event loop ASGI applications run on: auto (uvloop's where it "
+            "is installed, else asyncio's), asyncio, uvloop, or module:attribute naming a "
+            "callable that makes one (default auto, as uvicorn)", "LOOP"),
     Setting("lifespan", text, "an ASGI application's lifespan: on, off, or auto (default: run "
             "it, and serve without it an application that does not support it)", "MODE"),
     Setting("ws_max_size", size, "the largest WebSocket message an ASGI application receives; "

@@ -141,15 +141,18 @@ def test_term_lets_requests_in_flight_finish_within_the_graceful_timeout(tmp_pat
 def test_asgi_settings(site):
     options, _ = parse(["--root", str(site), "--interface", "asgi", "--tasks", "50",
                         "--lifespan", "off", "--ws-max-size", "1M", "--ws-ping-interval", "0",
-                        "--ws-ping-timeout", "2.5"])
+                        "--ws-ping-timeout", "2.5", "--loop", "asyncio"])
     assert (options.interface, options.tasks, options.lifespan) == ("asgi", 50, "off")
+    assert options.loop == "asyncio"
     assert options.ws_max_size == 2**20
     assert (options.ws_ping_interval, options.ws_ping_timeout) == (0, 2.5)
     defaults, _ = parse(["--root", str(site)])
     assert (defaults.interface, defaults.tasks, defaults.lifespan) == ("auto", 1000, "auto")
+    assert defaults.loop == "auto"
     assert (defaults.ws_ping_interval, defaults.ws_ping_timeout) == (20, 20)   # uvicorn's
     for args, message in ((["--interface", "cgi"], "one of auto, asgi, asgi2, asgi3, wsgi"),
                           (["--tasks", "0"], "tasks"), (["--lifespan", "maybe"], "lifespan"),
+                          (["--loop", "trio"], "loop: expected one of auto, asyncio, uvloop"),
                           (["--ws-ping-interval", "-1"], "seconds must be >= 0 (0: off)"),
                           (["--ws-ping-timeout", "soon"], "is not a number of seconds")):
         done = subprocess.run([sys.executable, "-m", "haboob", "--root", str(site), *args],

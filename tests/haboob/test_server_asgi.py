@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 
 import pytest
@@ -146,6 +147,44 @@ def test_asgi_wsgi_and_files_in_one_server(tmp_path):
         assert json.loads(body)["method"] == "POST"
     finally:
         rt.stop()
+
+
+async def which_loop(scope, receive, send):
+    """Answers with the module of the event loop it runs on."""
+    if scope["type"] == "http":
+        loop = type(asyncio.get_running_loop())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": loop.__module__.encode()})
+
+
+class DebugLoop(asyncio.SelectorEventLoop):
+    """A loop of the application's own (--loop tests.haboob.test_server_asgi:DebugLoop)."""
+
+
+@pytest.mark.parametrize(("loop", "module"), [
+    ("asyncio", "asyncio.unix_events"), ("uvloop", "uvloop"), ("auto", "uvloop"),
+    ("tests.haboob.test_server_asgi:DebugLoop", "tests.haboob.test_server_asgi")])
+def test_the_application_runs_on_the_loop_it_is_given(loop, module):
+    pytest.importorskip("uvloop")            # (installed with pyseda[asgi], as for uvicorn)
+    rt = seda.Runtime()
+    address = build(rt, Options(port=0, apps=[("/", which_loop)], loop=loop)).address
+    rt.start()
+    try:
+        assert fetch(address, "/")[1] == module.encode()
+    finally:
+        rt.stop()
+
+
+def test_a_loop_that_cannot_be_had_is_a_config_error(monkeypatch):
+    for loop, message in (("trio", "expected one of auto, asyncio, uvloop or module:attribute"),
+                          ("tests.nowhere:Loop", "cannot load the loop factory"),
+                          ("tests.haboob.test_server_asgi:WAIT", "is not callable")):
+        with pytest.raises(seda.ConfigError, match=message):
+            Options(port=0, apps=[("/", which_loop)], loop=loop)
+    monkeypatch.setitem(sys.modules, "uvloop", None)     # as if it were not installed
+    with pytest.raises(seda.ConfigError, match="uvloop is not installed"):
+        Options(port=0, apps=[("/", which_loop)], loop="uvloop")
+    assert Options(port=0, apps=[("/", which_loop)], loop="auto").loop == "auto"
 
 
 async def accept(scope, receive, send):
