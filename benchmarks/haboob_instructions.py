@@ -2,13 +2,16 @@
 work per request on a machine whose timings wander by 2x between runs.
 
     python -m benchmarks.haboob_instructions [--conns 64] [--seconds 8] [--src DIR]
-                                            [--app MODULE:NAME] [--keep FILE] [--syscalls]
+                                            [--app MODULE:NAME] [--keep FILE]
+                                            [--syscalls] [--tls]
 
 With ``--app module:name`` the same is measured for a WSGI or ASGI application answering ``/``
 (Haboob tells which, as it does when serving one); ``--keep FILE`` keeps the callgrind output
-for ``callgrind_annotate``. ``--syscalls`` counts system calls and context switches per request
-instead (``perf stat`` on the server, no valgrind): the cost of the hops between threads, which
-callgrind does not see.
+for ``callgrind_annotate``. ``--tls`` serves it over TLS, and leaves out the handshakes of
+wrk's connections (made afresh for the measured run, a few million instructions each: too many
+for the few thousand requests valgrind allows). ``--syscalls`` counts system calls and context
+switches per request instead (``perf stat`` on the server, no valgrind): the cost of the hops
+between threads, which callgrind does not see.
 
 Haboob runs under ``valgrind --tool=callgrind`` on core 0 with instrumentation off. After a
 warm-up, instrumentation is switched on for one wrk run on core 1, off again, and the count is
@@ -33,35 +36,40 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import wrk
+from benchmarks import certs, wrk
 from benchmarks.serving import REPO, free_port, server
 
 
-def site(app: str | None, work: Path) -> tuple[list[str], str]:
-    """Haboob's arguments and the path to ask for: the 1 KB file, or ``app`` at ``/``."""
+def site(app: str | None, work: Path, tls: bool = False) -> tuple[list[str], str]:
+    """Haboob's arguments and the URL path to ask for (after ``http[s]://host:port``): the
+    1 KB file, or ``app`` at ``/``; over TLS with a throwaway certificate if ``tls``."""
+    args = []
+    if tls:
+        _, cert, key = certs.make(work)
+        args = ["--certfile", str(cert), "--keyfile", str(key)]
     if app:
-        return [app], "/"
+        return [*args, app], "/"
     (work / "www").mkdir()
     rng = random.Random(7)                        # the same 1 KB file as refbench.sh
     (work / "www" / "index.html").write_bytes(bytes(rng.choice(b"abcdefghij")
                                                     for _ in range(1024)))
-    return ["--root", str(work / "www")], "/index.html"
+    return [*args, "--root", str(work / "www")], "/index.html"
 
 
 def measure(src: Path, app: str | None, conns: int, seconds: int,
-            keep: Path | None = None) -> tuple[int, int]:
+            keep: Path | None = None, tls: bool = False) -> tuple[int, int]:
     """(instructions, requests) of one measured run: the 1 KB file, or ``app`` (a WSGI or ASGI
     app, module:name, importable from this checkout) at ``/``."""
     with tempfile.TemporaryDirectory(prefix="haboob-instr-") as tmp:
         work = Path(tmp)
-        args, path = site(app, work)
+        args, path = site(app, work, tls)
         port, out = free_port(), work / "callgrind.out"
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}", sys.executable, "-m", "haboob",
                "--bind", f"127.0.0.1:{port}", *args]
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
-            url = f"http://127.0.0.1:{port}{path}"
+            url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
             wrk.measure(url, conns, 2)                  # warm: the cache, the code paths
             control = ["callgrind_control", str(proc.pid)]
             subprocess.run([*control, "--instr=on"], check=True, capture_output=True)
@@ -73,7 +81,18 @@ def measure(src: Path, app: str | None, conns: int, seconds: int,
             if keep is not None:
                 shutil.copy(dumps[-1], keep)
         total = int(re.search(r"^totals:\s+(\d+)", text, re.M).group(1))
+        if tls:
+            total -= handshakes(dumps[-1])
         return total, requests
+
+
+def handshakes(dump: Path) -> int:
+    """Instructions spent in TLS handshakes (the ssl module's do_handshake, inclusive)."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(dump)], check=True,
+                          capture_output=True, text=True).stdout
+    spent = [int(m.group(1).replace(",", "")) for m in
+             re.finditer(r"^\s*([\d,]+) .*_ssl__SSLSocket_do_handshake", text, re.M)]
+    return max(spent, default=0)
 
 
 # What a request costs the kernel. A write is a wake-up here: sockets are sent to with sendto,
@@ -83,18 +102,18 @@ SYSCALL_EVENTS = {"raw_syscalls:sys_enter": "system calls", "syscalls:sys_enter_
                   "syscalls:sys_enter_sendto": "sends", "context-switches": "context switches"}
 
 
-def count_syscalls(src: Path, app: str | None, conns: int,
-                   seconds: int) -> tuple[dict[str, dict[str, int]], int]:
+def count_syscalls(src: Path, app: str | None, conns: int, seconds: int,
+                   tls: bool = False) -> tuple[dict[str, dict[str, int]], int]:
     """({"socket loop" | "other threads": {event: count}}, requests) of one wrk run, counted by
     ``perf stat --per-thread``. The socket loop is the thread that sends."""
     with tempfile.TemporaryDirectory(prefix="haboob-sys-") as tmp:
         work = Path(tmp)
-        args, path = site(app, work)
+        args, path = site(app, work, tls)
         port, out = free_port(), work / "perf.csv"
         cmd = [sys.executable, "-m", "haboob", "--bind", f"127.0.0.1:{port}", *args]
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
-            url = f"http://127.0.0.1:{port}{path}"
+            url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
             wrk.measure(url, conns, 2)                  # warm, as for the instructions
             perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-o", str(out),
                                      "-e", ",".join(SYSCALL_EVENTS), "-p", str(proc.pid)])
@@ -121,6 +140,7 @@ def main() -> None:
     parser.add_argument("--app", help="a WSGI or ASGI app to measure instead of the file, "
                         "e.g. benchmarks.wsgi_apps:hello or benchmarks.asgi_apps:hello")
     parser.add_argument("--keep", type=Path, help="copy the callgrind output here")
+    parser.add_argument("--tls", action="store_true", help="over TLS (a throwaway certificate)")
     parser.add_argument("--syscalls", action="store_true",
                         help="count system calls and context switches instead (perf stat)")
     args = parser.parse_args()
@@ -130,7 +150,7 @@ def main() -> None:
             sys.exit(f"{tool} is needed (apt-get install valgrind linux-perf wrk)")
     if args.syscalls:
         counts, requests = count_syscalls(args.src.resolve(), args.app, args.conns,
-                                          args.seconds)
+                                          args.seconds, args.tls)
         print(f"{args.src}: {requests} requests ({args.conns} connections), per request:")
         for event, label in SYSCALL_EVENTS.items():
             loop, other = (counts[t].get(event, 0) / requests for t in counts)
@@ -138,7 +158,7 @@ def main() -> None:
                   f"other threads {other:.2f})")
         return
     total, requests = measure(args.src.resolve(), args.app, args.conns, args.seconds,
-                              args.keep)
+                              args.keep, args.tls)
     print(f"{args.src}: {requests} requests, {total:,} instructions, "
           f"{total // requests:,} per request ({args.conns} connections)")
 
