@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ._loop import RoundWakeups
 from ._sink import Cursor, connect, thread_cursor
 from ._stage import Stamped
 
@@ -88,6 +89,7 @@ class AsyncioStage:
         self._context: contextvars.Context | None = None   # the loop thread's (its cursor)
         self._idle: asyncio.Future[None] | None = None     # awaited by _shutdown
         self._handle = stage.handler.handle_event
+        self._wakeups: RoundWakeups | None = None   # the loop thread's, once it runs
         self.overlap = float(tasks)            # measured concurrency; the cap until measured
         self._measured = (0.0, 0.0, 0.0)       # (when, loop CPU seconds, task seconds) then
         self._task_time = 0.0                  # seconds in flight of the tasks ended so far
@@ -157,6 +159,7 @@ class AsyncioStage:
             # with its loop: without one, current_task asks get_running_loop, which on 3.11
             # makes a getpid system call (a third of this thread's calls per request)
             self.tasks.discard(asyncio.current_task(self.loop))
+            self._wakeups.due_by_now()  # type: ignore[union-attr]  # set before any task
             if stamped and stage.observers:
                 for observer in stage.observers:
                     observer([ev], [start - item.t], [end - item.t])
@@ -180,6 +183,7 @@ class AsyncioStage:
 
     def _main(self, started: threading.Event) -> None:
         loop = self.loop = self.factory()
+        self._wakeups = RoundWakeups(loop.call_soon)
         asyncio.set_event_loop(loop)
         thread_cursor.set(Cursor(self.stage))
         self._context = contextvars.copy_context()
@@ -195,7 +199,8 @@ class AsyncioStage:
         started.set()
         self.scheduled = True
         loop.call_soon(self._drain, context=self._context)    # what came during init
-        loop.run_forever()
+        with self._wakeups:
+            loop.run_forever()
         self._close_loop()
 
     def _close_loop(self) -> None:

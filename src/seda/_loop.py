@@ -3,7 +3,9 @@
 This is the *Combine* pattern done by the runtime (thesis 3.6.4; the SEDA retrospective's fix
 for too many context switches). A hand-off between two stages on this thread appends to a deque
 and puts the target stage in a ready line: no lock, no wake-up. Only an enqueue from another
-thread while the loop sleeps in ``select`` writes a byte to the wake-up pipe.
+thread while the loop sleeps in ``select`` writes a byte to the wake-up pipe; from a thread that
+runs an event loop of its own (an asyncio stage's), once per round of that loop at most
+(``RoundWakeups``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,63 @@ _OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
 # service-time statistics: an unbiased sample, without two clock readings on every hop. The
 # count is the stage's own: one shared by all would time some stages of a ring never.
 SAMPLE_EVERY = 16
+# The longest a wake-up from an asyncio stage's thread waits for the end of its loop's round.
+DEFER_LIMIT = 0.001
+
+
+class _Deferral(threading.local):
+    """Per thread: where its wake-ups of sleeping loops wait, if they do (see below)."""
+
+    defer: Callable[[EventLoop], None] | None = None
+
+
+_deferral = _Deferral()
+
+
+class RoundWakeups:
+    """Used as a context manager by a thread that runs an event loop of its own (an asyncio
+    stage's): meanwhile, its wake-ups of a sleeping seda loop wait for the end of that loop's
+    round (``call_soon(fn)`` runs ``fn`` after what is ready now). A burst of answers from one
+    round then wakes the socket loop once, not at the first answer, when the woken thread (on
+    one core) would take the CPU only to wait for the GIL this thread holds: a FastAPI
+    application at 64 connections answers a third more requests, sooner.
+
+    No wake-up waits past ``DEFER_LIMIT`` (the GIL's switch interval as Haboob sets it: what an
+    answer could wait for the GIL anyway) once the loop is between two steps: the owner calls
+    ``due_by_now`` there (the asyncio stage, as each task ends), for a round of many tasks
+    or of one that computes."""
+
+    def __init__(self, call_soon: Callable[[Callable[[], None]], Any]) -> None:
+        self.call_soon = call_soon
+        self.due: list[EventLoop] = []
+        self.since = 0.0                      # when the first of ``due`` was deferred
+
+    def __enter__(self) -> RoundWakeups:
+        _deferral.defer = self.defer
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _deferral.defer = None
+        self.wake_due()                       # what the last round left
+
+    def defer(self, loop: EventLoop) -> None:
+        due = self.due
+        if not due:
+            self.since = time.monotonic()
+            self.call_soon(self.wake_due)
+        if loop not in due:
+            due.append(loop)
+
+    def due_by_now(self) -> None:
+        if self.due and time.monotonic() - self.since > DEFER_LIMIT:
+            self.wake_due()                   # (the round's own call finds nothing then)
+
+    def wake_due(self) -> None:
+        loops = self.due[:]
+        self.due.clear()
+        for loop in loops:
+            if loop.sleeping:                 # (it may have woken for something else)
+                loop.wake_now()
 
 
 class LoopStage:
@@ -164,7 +223,7 @@ class EventLoop:
     def stop(self, timeout: float) -> bool:
         """Stop the thread and close the selector; False if the thread did not end in time."""
         self._stopping = True
-        self.wake()
+        self.wake_now()
         if self._thread is not None and not self.in_loop_thread():
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -177,7 +236,16 @@ class EventLoop:
     # -- for other threads and for the socket layer --------------------------------------------
 
     def wake(self) -> None:
-        """Make a sleeping ``select`` return. Safe from any thread."""
+        """Make a sleeping ``select`` return. Safe from any thread; from one that runs a loop
+        of its own, at the end of that loop's round (``RoundWakeups``)."""
+        defer = _deferral.defer
+        if defer is not None:
+            defer(self)
+            return
+        self.wake_now()
+
+    def wake_now(self) -> None:
+        """``wake``, at once from any thread."""
         self.sleeping = False
         with contextlib.suppress(OSError):    # pipe full (already woken) or closed (stopped)
             os.write(self._wake_w, b"\0")

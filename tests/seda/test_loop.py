@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
+import time
+
+import pytest
 
 import seda
+import seda._loop
+from seda._loop import EventLoop, RoundWakeups
 
 from tests.helpers import WAIT
 from tests.helpers.recorder import Recorder
@@ -159,3 +165,71 @@ def test_every_stage_of_a_ring_gets_timed(rt):
     assert done.wait(WAIT)
     stats = rt.stats()
     assert all(stats[f"r{i}"]["p90_ms"] > 0 for i in range(size)), stats
+
+
+# -- wake-ups from a thread that runs a loop of its own (an asyncio stage's) ----------------------
+
+def asleep(loop: EventLoop) -> EventLoop:
+    """``loop``, once it sleeps in select() (a poll of its flag: nothing announces it)."""
+    deadline = time.monotonic() + WAIT
+    while not loop.sleeping:
+        assert time.monotonic() < deadline, "the loop never slept"
+        time.sleep(0.001)
+    return loop
+
+
+@pytest.fixture
+def loop():
+    loop = EventLoop()
+    loop.start()
+    yield asleep(loop)
+    loop.stop(WAIT)
+
+
+def counted(monkeypatch, loop: EventLoop) -> list[int]:
+    """The wake-up bytes ``loop`` is sent, counted."""
+    writes: list[int] = []
+    real = loop.wake_now
+
+    def wake_now():
+        writes.append(1)
+        real()
+    monkeypatch.setattr(loop, "wake_now", wake_now)
+    return writes
+
+
+def test_wake_ups_from_one_round_of_an_asyncio_loop_go_as_one(loop, monkeypatch):
+    writes = counted(monkeypatch, loop)
+    ran, done = [], threading.Event()
+
+    async def a_round():
+        with RoundWakeups(asyncio.get_running_loop().call_soon):
+            for i in range(3):                 # each finds the loop asleep
+                loop.call_soon(ran.append, i)
+            loop.call_soon(done.set)
+            assert writes == []                # the round goes on: nothing written yet
+            await asyncio.sleep(0)             # the round ends
+            assert writes == [1]
+
+    asyncio.run(a_round())
+    assert done.wait(WAIT) and ran == [0, 1, 2]
+
+
+def test_a_wake_up_waits_no_longer_than_the_limit_once_a_step_ends(loop, monkeypatch):
+    writes = counted(monkeypatch, loop)
+    done = threading.Event()
+    never = []                                 # a round that does not end
+    with RoundWakeups(never.append) as wakeups:
+        loop.call_soon(done.set)
+        wakeups.due_by_now()                   # within the limit: it waits
+        assert writes == [] and not done.is_set()
+        monkeypatch.setattr(seda._loop, "DEFER_LIMIT", -1.0)   # past it
+        wakeups.due_by_now()
+        assert writes == [1] and done.wait(WAIT)
+
+
+def test_what_waits_when_the_loop_stops_is_woken_then(loop):
+    done = threading.Event()
+    with RoundWakeups(lambda fn: None):        # its rounds never get to run the wake-up
+        loop.call_soon(done.set)
+    assert done.wait(WAIT)
