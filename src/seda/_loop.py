@@ -251,12 +251,18 @@ class EventLoop:
             os.write(self._wake_w, b"\0")
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the loop thread after the current round of stages."""
+        """Run ``fn(*args)`` on the loop thread after the current round of stages (from a
+        thread with ``RoundWakeups``, perhaps after its round: see ``wake``)."""
         self.callbacks.append((fn, args))
         if self.sleeping:
             self.wake()
 
-    call_soon_threadsafe = call_soon      # deque.append is atomic; wake() covers the sleeper
+    def call_soon_threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """``call_soon``, waking a sleeping loop at once from any thread: for a caller that
+        may wait for ``fn`` to have run (a deferred wake-up would wait for it in turn)."""
+        self.callbacks.append((fn, args))    # (deque.append is atomic)
+        if self.sleeping:
+            self.wake_now()
 
     def after_poll(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` on the loop thread after each round of readiness callbacks: a caller

@@ -233,3 +233,10 @@ def test_what_waits_when_the_loop_stops_is_woken_then(loop):
     with RoundWakeups(lambda fn: None):        # its rounds never get to run the wake-up
         loop.call_soon(done.set)
     assert done.wait(WAIT)
+
+
+def test_a_call_its_caller_may_wait_for_wakes_the_loop_at_once(loop):
+    done = threading.Event()
+    with RoundWakeups(lambda fn: None):        # a round that would never end
+        loop.call_soon_threadsafe(done.set)
+        assert done.wait(WAIT)                 # (as Runtime.stop waits for a loop stage)
