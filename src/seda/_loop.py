@@ -4,8 +4,8 @@ This is the *Combine* pattern done by the runtime (thesis 3.6.4; the SEDA retros
 for too many context switches). A hand-off between two stages on this thread appends to a deque
 and puts the target stage in a ready line: no lock, no wake-up. Only an enqueue from another
 thread while the loop sleeps in ``select`` writes a byte to the wake-up pipe; from a thread that
-runs an event loop of its own (an asyncio stage's), once per round of that loop at most
-(``RoundWakeups``).
+runs an event loop of its own (an asyncio stage's), or a pool thread whose handlers compute,
+once per round of its work at most (``RoundWakeups``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ _OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
 # service-time statistics: an unbiased sample, without two clock readings on every hop. The
 # count is the stage's own: one shared by all would time some stages of a ring never.
 SAMPLE_EVERY = 16
-# The longest a wake-up from an asyncio stage's thread waits for the end of its loop's round.
+# The longest a wake-up held back by ``RoundWakeups`` waits once its thread is between steps.
 DEFER_LIMIT = 0.001
 
 
@@ -57,36 +57,44 @@ _deferral = _Deferral()
 
 
 class RoundWakeups:
-    """Used as a context manager by a thread that runs an event loop of its own (an asyncio
-    stage's): meanwhile, its wake-ups of a sleeping seda loop wait for the end of that loop's
-    round (``call_soon(fn)`` runs ``fn`` after what is ready now). A burst of answers from one
-    round then wakes the socket loop once, not at the first answer, when the woken thread (on
-    one core) would take the CPU only to wait for the GIL this thread holds: a FastAPI
+    """A thread's wake-ups of sleeping seda loops, held back for a round of its own work.
+
+    An asyncio stage's thread uses it as a context manager around its loop: its wake-ups wait
+    for the end of the loop's round (``call_soon(fn)`` runs ``fn`` after what is ready now). A
+    pool thread whose handlers compute (a WSGI application's, see ``ThreadPool``) holds them
+    while its queue has more for it (``hold``), and wakes what is due when it has none. A burst
+    of answers then wakes the socket loop once, not at the first answer, when the woken thread
+    (on one core) would take the CPU only to wait for the GIL this thread holds: a FastAPI
     application at 64 connections answers a third more requests, sooner.
 
     No wake-up waits past ``DEFER_LIMIT`` (the GIL's switch interval as Haboob sets it: what an
-    answer could wait for the GIL anyway) once the loop is between two steps: the owner calls
-    ``due_by_now`` there (the asyncio stage, as each task ends), for a round of many tasks
-    or of one that computes."""
+    answer could wait for the GIL anyway) once the thread is between two steps of its work: it
+    calls ``due_by_now`` there (as each task or batch ends). Only ``EventLoop.wake`` is held
+    back; ``call_soon_threadsafe``, for callers that may wait for their callback, never is."""
 
-    def __init__(self, call_soon: Callable[[Callable[[], None]], Any]) -> None:
+    def __init__(self, call_soon: Callable[[Callable[[], None]], Any] | None = None) -> None:
         self.call_soon = call_soon
         self.due: list[EventLoop] = []
         self.since = 0.0                      # when the first of ``due`` was deferred
 
     def __enter__(self) -> RoundWakeups:
-        _deferral.defer = self.defer
+        self.hold(True)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _deferral.defer = None
+        self.hold(False)
         self.wake_due()                       # what the last round left
+
+    def hold(self, on: bool) -> None:
+        """Whether this thread's wake-ups wait here from now on (the calling thread's own)."""
+        _deferral.defer = self.defer if on else None
 
     def defer(self, loop: EventLoop) -> None:
         due = self.due
         if not due:
             self.since = time.monotonic()
-            self.call_soon(self.wake_due)
+            if self.call_soon is not None:
+                self.call_soon(self.wake_due)
         if loop not in due:
             due.append(loop)
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ._loop import RoundWakeups
 from ._queues import IDLE, FifoQueue, KeyedQueue, Worker
 from ._sink import Cursor, connect, thread_cursor
 from ._stage import Stage, run_batch
@@ -54,6 +55,10 @@ class ThreadPool:
         self._busy_gone = 0.0                  # seconds in batches of threads that exited
         self._watching = False                 # a stall check is due
         self.grow_on_stall = True              # set by the controller: do the handlers wait?
+        # Handlers that never wait on the loop thread for what they hand it (a WSGI
+        # application's) may have their threads' wake-ups of it held back while they compute
+        # (RoundWakeups): set by their owner.
+        self.defer_wakeups = False
         self.started = False
         self.deadline: float | None = None     # set by stop(): when threads must be gone
         connect(stage.sink, self.queue.put, self.queue.put_many, self.queue.__len__)
@@ -218,17 +223,28 @@ class ThreadPool:
             self._workers.add(worker)
         thread_cursor.set(Cursor(self.stage))
         take, run, stage, clock = self.queue.take, self.run_batch, self.stage, time.perf_counter
+        queue, wakeups = self.queue, RoundWakeups()
         try:
             while (batch := take(worker, stage.batch, self.idle_timeout)) is not None:
                 if batch is IDLE:
                     if self._retire():
                         break
                     continue
+                # handlers that compute (as the controller sees them) hold the loop's wake-ups
+                # while this thread has more to do; handlers that may block never do
+                wakeups.hold(self.defer_wakeups and not self.grow_on_stall)
                 worker.started = start = clock()
                 run(worker, batch)
                 worker.busy += clock() - start
                 worker.started = 0.0
+                if wakeups.due:
+                    if len(queue):
+                        wakeups.due_by_now()
+                    else:
+                        wakeups.wake_due()
         finally:
+            wakeups.hold(False)
+            wakeups.wake_due()
             self.end_worker(worker)
             with self._lock:
                 self._cpu_gone += time.thread_time()

@@ -240,3 +240,40 @@ def test_a_call_its_caller_may_wait_for_wakes_the_loop_at_once(loop):
     with RoundWakeups(lambda fn: None):        # a round that would never end
         loop.call_soon_threadsafe(done.set)
         assert done.wait(WAIT)                 # (as Runtime.stop waits for a loop stage)
+
+
+class Pinger(seda.EventHandler):
+    """Asks ``loop`` to run a callback per event; notes the wake-up bytes sent before each."""
+
+    def __init__(self, loop: EventLoop, writes: list[int], events: int) -> None:
+        self.loop, self.writes, self.events = loop, writes, events
+        self.seen: list[int] = []
+        self.ran: list[int] = []
+        self.done = threading.Event()
+
+    def handle_event(self, ev):
+        self.seen.append(len(self.writes))
+        self.loop.call_soon(self.run, ev)
+
+    def run(self, ev):                             # on the loop
+        self.ran.append(ev)
+        if len(self.ran) == self.events:
+            self.done.set()
+
+
+@pytest.mark.parametrize("computes", [True, False])
+def test_a_pool_thread_whose_handlers_compute_wakes_the_loop_once_its_queue_is_empty(
+        rt, loop, monkeypatch, computes):
+    monkeypatch.setattr(seda._loop, "DEFER_LIMIT", 60.0)   # only the empty queue lets it go
+    writes = counted(monkeypatch, loop)
+    pinger = Pinger(loop, writes, 5)
+    stage = rt.add_stage("pool", pinger, threads=1, batch=1)
+    stage.manager.defer_wakeups = True
+    stage.manager.grow_on_stall = not computes     # as the controller sets it
+    stage.sink.enqueue_many(range(5))              # all queued before the thread starts
+    rt.start()
+    assert pinger.done.wait(WAIT) and pinger.ran == [0, 1, 2, 3, 4]
+    if computes:                                   # held back until the last was handled
+        assert pinger.seen == [0] * 5 and writes == [1]
+    else:                                          # a handler that may block: at once
+        assert pinger.seen[1] >= 1

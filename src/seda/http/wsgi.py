@@ -342,5 +342,10 @@ def mount(rt: Runtime, app: WSGIApplication, *, name: str = "wsgi",
     """Add a stage running ``app`` on its own thread pool; returns its sink, which an HTTP
     server (or a router in front of several applications) sends HttpRequest events to.
     ``options`` go to ``WsgiHandler``."""
-    return rt.add_stage(name, WsgiHandler(app, **options), threads=threads, batch=1,
-                        predicate=predicate).sink
+    stage = rt.add_stage(name, WsgiHandler(app, **options), threads=threads, batch=1,
+                         predicate=predicate)
+    # An application waits on the loop thread only through its body's reader and its streamed
+    # body, which wake the loop at once: its answers may wake it once per burst (RoundWakeups)
+    # while the pool's controller sees it compute.
+    stage.manager.defer_wakeups = True
+    return stage.sink
