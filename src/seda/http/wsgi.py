@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
+from .._threads import ThreadPool
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest
@@ -347,5 +348,7 @@ def mount(rt: Runtime, app: WSGIApplication, *, name: str = "wsgi",
     # An application waits on the loop thread only through its body's reader and its streamed
     # body, which wake the loop at once: its answers may wake it once per burst (RoundWakeups)
     # while the pool's controller sees it compute.
-    stage.manager.defer_wakeups = True
+    pool = stage.manager
+    assert isinstance(pool, ThreadPool)        # (what threads= makes)
+    pool.defer_wakeups = True
     return stage.sink
