@@ -771,7 +771,11 @@ class ServerProtocol:
             self.streaming = None
             if stream.failed:
                 self.stats.aborted += 1
-                self._close(ABORT)
+                # What the application wrote goes; then a framed body (chunked, or with a
+                # length) visibly ends short of its last chunk or its length when the
+                # connection closes, as nginx leaves one its upstream failed. A body framed by
+                # the close itself would look complete: that connection is dropped instead.
+                self._close(CLOSE if stream.chunked or stream.length is not None else ABORT)
             elif self._sent(keep) and self.ready:
                 self._send_waiting()
         return out

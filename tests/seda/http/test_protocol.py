@@ -389,15 +389,22 @@ def test_a_streamed_answer_goes_piece_by_piece_and_the_next_waits_for_it():
     assert c.statuses() == [200, 200] and c.wire().endswith(b"/b")
 
 
-def test_a_stream_the_application_cannot_finish_aborts_the_connection():
+@pytest.mark.parametrize(("request_line", "framed"), [("GET /a HTTP/1.1", True),
+                                                     ("GET /a HTTP/1.0", False)])
+def test_a_stream_the_application_cannot_finish_is_cut_off_after_what_it_wrote(request_line,
+                                                                                framed):
     c = Conn()
-    (a,) = c.send(get("/a"))
+    (a,) = c.send(f"{request_line}\r\nHost: x\r\n\r\n".encode())
     stream = StreamBody()
     c.answer(a, Response(200, stream))
     stream.write(b"partial")
     stream.fail()
     c._keep(c.p.pump(c.now))
-    assert c.events[-1] is ABORT and c.p.stats.aborted == 1
+    assert c.p.stats.aborted == 1
+    if framed:       # chunked: what was written goes, and the body never ends
+        assert c.wire().endswith(b"7\r\npartial\r\n") and c.events[-1] is CLOSE
+    else:            # ended by the close, the body would look complete: dropped instead
+        assert c.events[-1] is ABORT
 
 
 def test_an_answer_too_late_comes_back_unsent():
