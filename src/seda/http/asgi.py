@@ -290,7 +290,7 @@ class _Exchange:
                 raise RuntimeError(f"expected ASGI message 'http.response.start', got {kind!r}")
             self._start(message)
         elif kind == pathsend.EXTENSION and self.stream is None and not self.complete:
-            self._send_path(message["path"])
+            await self._send_path(message["path"])
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
@@ -342,10 +342,13 @@ class _Exchange:
             if stream.gone:
                 raise ClientDisconnected("the client has gone")
 
-    def _send_path(self, path: str) -> None:
+    async def _send_path(self, path: str) -> None:
         """The file at ``path`` is the body (pathsend.py); raises if it cannot be sent, for
         the application to see why (and the client gets a 500, as for any failure)."""
-        fd, size = pathsend.open_regular(path)
+        opened = pathsend.open_cached(path)
+        if opened is None:                     # it may wait for the disk: not on this loop
+            opened = await self.loop.run_in_executor(None, pathsend.open_regular, path)
+        fd, size = opened
         if self.head_only:                     # HEAD, 204, 304: no body (HEAD: its length)
             os.close(fd)
             self.counted += size

@@ -4,8 +4,9 @@ and FastAPI's ``FileResponse`` use it when it is offered, instead of reading the
 body messages on the application's loop.
 
 The file is opened by the application's stage (``send`` raises there, so the application sees
-why it cannot be sent), and the descriptor travels with the response to the connection, which
-closes it once the file has gone or the client has.
+why it cannot be sent): on its loop when the kernel has the path in its caches, else in the
+loop's executor, as Starlette reads a file without the extension. The descriptor travels with
+the response to the connection, which closes it once the file has gone or the client has.
 """
 
 from __future__ import annotations
@@ -14,21 +15,36 @@ import os
 import stat
 from typing import Any
 
+from ..io import open_nowait
 from .response import CloseDescriptor, FileBody, Headers, Response
 
 EXTENSION = "http.response.pathsend"
 
 
+_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+
+
 def open_regular(path: Any) -> tuple[int, int]:
     """The file at ``path`` opened for reading, and its size. Raises OSError if it cannot be
-    opened (FileNotFoundError, PermissionError), ValueError if it is not a regular file.
+    opened (FileNotFoundError, PermissionError), ValueError if it is not a regular file. It
+    may wait for the disk: see ``open_cached``.
 
     The spec asks for an absolute path, but Starlette's FileResponse passes on whatever path
     it was given: a relative one is taken from the working directory, which is the
     application's own (one process), so it names the file the application would have read."""
     # O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads are
     # unchanged); O_NOCTTY: a terminal does not become ours
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+    return _regular(os.open(path, _FLAGS), path)
+
+
+def open_cached(path: Any) -> tuple[int, int] | None:
+    """``open_regular`` if the kernel can resolve ``path`` from its caches alone (without the
+    disk: fit for an event loop); None if it cannot, or cannot tell."""
+    fd = open_nowait(os.fspath(path), _FLAGS)
+    return None if fd is None else _regular(fd, path)
+
+
+def _regular(fd: int, path: Any) -> tuple[int, int]:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

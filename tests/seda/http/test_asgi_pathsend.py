@@ -11,10 +11,11 @@ import hashlib
 import http.client
 import os
 import socket
+import threading
 
 import pytest
 
-from seda.http import Limits, mount_asgi, serve
+from seda.http import Limits, mount_asgi, pathsend, serve
 
 from tests.helpers import WAIT, certs
 from tests.helpers.net import raw, until
@@ -56,6 +57,24 @@ def opened(path) -> int:
     return count
 
 
+@pytest.fixture(params=["cached", "uncached"])
+def opening(request, monkeypatch):
+    """Each path as the kernel has it in its caches (opened on the application's loop), or as
+    it has not (opened in the loop's executor, off the loop's thread): then the names of the
+    threads that opened one, else None."""
+    if request.param == "cached":
+        return None
+    threads: list[str] = []
+    real = pathsend.open_regular
+
+    def open_regular(path):
+        threads.append(threading.current_thread().name)
+        return real(path)
+    monkeypatch.setattr(pathsend, "open_nowait", lambda path, flags: None)
+    monkeypatch.setattr(pathsend, "open_regular", open_regular)
+    return threads
+
+
 @pytest.fixture
 def big(tmp_path):
     path = tmp_path / "big.bin"
@@ -63,7 +82,7 @@ def big(tmp_path):
     return path
 
 
-def test_the_file_is_the_body_and_the_connection_goes_on(rt, big):
+def test_the_file_is_the_body_and_the_connection_goes_on(rt, big, opening):
     address = run(rt, file_app(big))
     c = http.client.HTTPConnection(*address, timeout=WAIT)
     for _ in range(2):                         # the same connection: the framing is right
@@ -74,6 +93,8 @@ def test_the_file_is_the_body_and_the_connection_goes_on(rt, big):
         assert hashlib.sha256(data).digest() == hashlib.sha256(big.read_bytes()).digest()
     c.close()
     until(lambda: opened(big), lambda n: n == 0)   # each descriptor closed once sent
+    if opening is not None:                        # off the loop's thread: it may wait
+        assert len(opening) == 2 and "seda:asgi" not in opening
 
 
 def test_through_tls_the_file_goes_in_pieces(rt, big, tmp_path):
@@ -131,7 +152,7 @@ def test_a_relative_path_is_taken_from_the_working_directory(rt, tmp_path, monke
 
 @pytest.mark.parametrize("kind", ["missing", "directory", "fifo"])
 def test_a_file_that_cannot_be_sent_makes_send_raise_and_the_client_get_a_500(
-        rt, tmp_path, kind):
+        rt, tmp_path, kind, opening):
     path = tmp_path / kind
     if kind == "directory":
         path.mkdir()
