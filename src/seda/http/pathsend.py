@@ -19,8 +19,8 @@ from ..io import open_nowait
 from .response import CloseDescriptor, FileBody, Headers, Response
 
 EXTENSION = "http.response.pathsend"
-
-
+# O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads are
+# unchanged); O_NOCTTY: a terminal does not become ours
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 
@@ -32,8 +32,6 @@ def open_regular(path: Any) -> tuple[int, int]:
     The spec asks for an absolute path, but Starlette's FileResponse passes on whatever path
     it was given: a relative one is taken from the working directory, which is the
     application's own (one process), so it names the file the application would have read."""
-    # O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads are
-    # unchanged); O_NOCTTY: a terminal does not become ours
     return _regular(os.open(path, _FLAGS), path)
 
 
