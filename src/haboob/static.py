@@ -58,9 +58,7 @@ def open_cached(root: str, url_path: str, *, allow_outside: bool = False
         return None
     base = _real_root(root)
     try:
-        # O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads
-        # are unchanged); O_NOCTTY: a terminal a link leads to does not become ours
-        fd = open_nowait(os.path.join(base, relative), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        fd = open_nowait(os.path.join(base, relative))   # (a FIFO does not hold it up)
     except OSError:
         return None
     if fd is None:

@@ -15,13 +15,10 @@ import os
 import stat
 from typing import Any
 
-from ..io import open_nowait
+from ..io.files import OPEN_TO_READ, open_nowait
 from .response import CloseDescriptor, FileBody, Headers, Response
 
 EXTENSION = "http.response.pathsend"
-# O_NONBLOCK: opening a FIFO to read would wait for a writer (a regular file's reads are
-# unchanged); O_NOCTTY: a terminal does not become ours
-_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 
 def open_regular(path: Any) -> tuple[int, int]:
@@ -32,13 +29,13 @@ def open_regular(path: Any) -> tuple[int, int]:
     The spec asks for an absolute path, but Starlette's FileResponse passes on whatever path
     it was given: a relative one is taken from the working directory, which is the
     application's own (one process), so it names the file the application would have read."""
-    return _regular(os.open(path, _FLAGS), path)
+    return _regular(os.open(path, OPEN_TO_READ), path)   # (a FIFO does not hold it up)
 
 
 def open_cached(path: Any) -> tuple[int, int] | None:
     """``open_regular`` if the kernel can resolve ``path`` from its caches alone (without the
     disk: fit for an event loop); None if it cannot, or cannot tell."""
-    fd = open_nowait(os.fspath(path), _FLAGS)
+    fd = open_nowait(os.fspath(path))
     return None if fd is None else _regular(fd, path)
 
 

@@ -77,7 +77,13 @@ _RESOLVE_CACHED = 0x20
 _NO_OPEN_NOWAIT = {errno.EAGAIN, errno.ENOSYS, errno.EINVAL, errno.E2BIG, errno.EPERM}
 
 
-def open_nowait(path: str, flags: int = os.O_RDONLY) -> int | None:
+# Opens a file to read that nothing named in its place can hold up: O_NONBLOCK, as opening a
+# FIFO to read would wait for a writer (a regular file's reads are unchanged); O_NOCTTY, as a
+# terminal would become the process's.
+OPEN_TO_READ = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+
+
+def open_nowait(path: str, flags: int = OPEN_TO_READ) -> int | None:
     """A descriptor for ``path`` (``flags`` | O_CLOEXEC) if the kernel resolves the path from
     its caches alone, without reading the disk; None if it would have to (or cannot tell), in
     which case open it where blocking is allowed (the file stage). Other errors raise, as
