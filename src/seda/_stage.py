@@ -26,6 +26,10 @@ class EventHandler:
 
     #: Set by :func:`single_threaded`: the runtime never runs two threads in this handler.
     single_threaded = False
+    #: False for a handler that never waits on the loop thread for what it hands it (a WSGI
+    #: application's answers): its pool may hold its threads' wake-ups of the loop back while
+    #: the handler computes (``_loop.RoundWakeups``).
+    waits_on_loop = True
 
     def init(self, ctx: StageContext) -> Awaitable[None] | None:
         """Called once before the first event; look up the sinks of other stages here."""

@@ -55,10 +55,8 @@ class ThreadPool:
         self._busy_gone = 0.0                  # seconds in batches of threads that exited
         self._watching = False                 # a stall check is due
         self.grow_on_stall = True              # set by the controller: do the handlers wait?
-        # Handlers that never wait on the loop thread for what they hand it (a WSGI
-        # application's) may have their threads' wake-ups of it held back while they compute
-        # (RoundWakeups): set by their owner.
-        self.defer_wakeups = False
+        # (see EventHandler.waits_on_loop)
+        self.defer_wakeups = not getattr(stage.handler, "waits_on_loop", True)
         self.started = False
         self.deadline: float | None = None     # set by stop(): when threads must be gone
         connect(stage.sink, self.queue.put, self.queue.put_many, self.queue.__len__)

@@ -243,7 +243,10 @@ def test_a_call_its_caller_may_wait_for_wakes_the_loop_at_once(loop):
 
 
 class Pinger(seda.EventHandler):
-    """Asks ``loop`` to run a callback per event; notes the wake-up bytes sent before each."""
+    """Asks ``loop`` to run a callback per event; notes the wake-up bytes sent before each.
+    It never waits for those callbacks, as a WSGI application's answers do not."""
+
+    waits_on_loop = False
 
     def __init__(self, loop: EventLoop, writes: list[int], events: int) -> None:
         self.loop, self.writes, self.events = loop, writes, events
@@ -268,7 +271,6 @@ def test_a_pool_thread_whose_handlers_compute_wakes_the_loop_once_its_queue_is_e
     writes = counted(monkeypatch, loop)
     pinger = Pinger(loop, writes, 5)
     stage = rt.add_stage("pool", pinger, threads=1, batch=1)
-    stage.manager.defer_wakeups = True
     stage.manager.grow_on_stall = not computes     # as the controller sets it
     stage.sink.enqueue_many(range(5))              # all queued before the thread starts
     rt.start()

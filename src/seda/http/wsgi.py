@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
-from .._threads import ThreadPool
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest
@@ -99,6 +98,11 @@ class WsgiHandler(EventHandler):
     with ``_`` are dropped unless ``underscore_headers``: ``X_Forwarded_For`` would otherwise
     reach the application as the ``X-Forwarded-For`` a proxy vouched for (as gunicorn and
     waitress do)."""
+
+    # An application waits on the loop thread only through its body's reader and its streamed
+    # body, which wake the loop at once: its answers may wake it once per burst while the
+    # pool's controller sees it compute.
+    waits_on_loop = False
 
     def __init__(self, app: WSGIApplication, *, script_name: str = "",
                  url_scheme: str | None = None,
@@ -343,12 +347,5 @@ def mount(rt: Runtime, app: WSGIApplication, *, name: str = "wsgi",
     """Add a stage running ``app`` on its own thread pool; returns its sink, which an HTTP
     server (or a router in front of several applications) sends HttpRequest events to.
     ``options`` go to ``WsgiHandler``."""
-    stage = rt.add_stage(name, WsgiHandler(app, **options), threads=threads, batch=1,
-                         predicate=predicate)
-    # An application waits on the loop thread only through its body's reader and its streamed
-    # body, which wake the loop at once: its answers may wake it once per burst (RoundWakeups)
-    # while the pool's controller sees it compute.
-    pool = stage.manager
-    assert isinstance(pool, ThreadPool)        # (what threads= makes)
-    pool.defer_wakeups = True
-    return stage.sink
+    return rt.add_stage(name, WsgiHandler(app, **options), threads=threads, batch=1,
+                        predicate=predicate).sink
