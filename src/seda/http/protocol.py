@@ -112,6 +112,11 @@ def _role(name: bytes) -> int:
 # RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
 _VALID_HOST = re.compile(rb"(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# Heads answered from a ready answer, kept whole (see ServerProtocol.heads): so many, so long.
+# A client sends the same head for the same file on every request (a browser's differ only
+# with the target or a cookie), so a few hundred cover the traffic of many clients.
+_HEADS_KEPT = 512
+_HEAD_KEPT_MAX = 2048
 
 
 class Logged:
@@ -186,17 +191,24 @@ class ServerProtocol:
         "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
         "_request", "_start", "_tail", "_upgrade", "_url", "_version", "answers", "client",
-        "connection", "continue_seq", "deadline", "idle_since", "last_seq", "limits", "log",
+        "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq", "limits",
+        "log",
         "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq", "server",
         "stats", "stopping", "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
-                 answers: dict[bytes, ReadyAnswer] | None = None, log: bool = False,
+                 answers: dict[bytes, ReadyAnswer] | None = None,
+                 heads: dict[bytes, tuple[bytes, str]] | None = None, log: bool = False,
                  peer: Any = None, scheme: str = "http", stats: ServerStats | None = None,
                  wake: Callable[[], None] = lambda: None, now: float = 0.0) -> None:
         self.limits = limits or Limits()
         self.connection, self.answers, self.log = connection, answers, log
+        # Heads that got a ready answer, whole, as they came (-> their target and version),
+        # shared by every connection of a server with the same ``answers`` and limits: the
+        # same bytes parse to the same request, so a head seen before skips llhttp and the
+        # fields and goes straight to its answer, while that answer is fresh.
+        self.heads = {} if heads is None else heads
         self.wake = wake                      # from an application thread: a body reader has
         #                                       room again (the socket side calls ``drained``)
         self.wants_input = True               # as last told with PAUSE / RESUME
@@ -277,6 +289,10 @@ class ServerProtocol:
         if not data:
             self._end_of_input()
             return out
+        if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX:
+            seen = self.heads.get(data)        # exactly one head, seen before
+            if seen is not None and self._answer_seen(*seen):
+                return out
         try:
             while data:
                 client = self.client
@@ -295,7 +311,8 @@ class ServerProtocol:
         # a request begins (seen here, where heads are framed: no callback from llhttp needed);
         # the empty lines a client may send before a request begin none (RFC 9112 2.2), and
         # are dropped here rather than fed to llhttp, which would begin the request unseen
-        if self.client is IDLE:
+        began = self.client is IDLE
+        if began:
             if data[0] in _EMPTY_LINE:
                 data = data.lstrip(_EMPTY_LINE)
                 if not data:
@@ -333,7 +350,7 @@ class ServerProtocol:
                 self._start_body()
             else:
                 self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
-                self._complete()
+                self._complete(chunk if began else b"")
         return rest
 
     def _cut(self, data: bytes) -> int:
@@ -537,8 +554,9 @@ class ServerProtocol:
             self._complete()
         return rest
 
-    def _complete(self) -> None:
-        """The request's message has ended: answer or dispatch it (unless it went already)."""
+    def _complete(self, head: bytes = b"") -> None:
+        """The request's message has ended: answer or dispatch it (unless it went already).
+        ``head``: the request's whole head, if it came in one piece and no body followed."""
         if self.client is DISCARD:             # the body of a request answered already
             self._client("end")
             return
@@ -554,7 +572,7 @@ class ServerProtocol:
             seq = request.seq
             if not self.wants_input:
                 self._reconsider()
-        elif self._plain and self._answer_ready():
+        elif self._plain and self._answer_ready(head):
             seq = self.next_seq - 1
         else:
             # (one piece, or none: joined without a copy)
@@ -603,23 +621,23 @@ class ServerProtocol:
         if self.next_seq - self.send_seq >= self._pipelined:
             self._reconsider()
 
-    def _answer_ready(self) -> bool:
+    def _answer_ready(self, head: bytes) -> bool:
         """Answer a plain GET from the ready answers, if one is fresh for its target (see
-        answers.py); False sends the request the usual way."""
+        answers.py); False sends the request the usual way. ``head``: its whole head, to be
+        kept in ``heads`` if the answer goes at once (else ``b""``)."""
         ready = self.answers.get(self._url)  # type: ignore[union-attr]  # _plain implies answers
         if ready is None or self._now >= ready.fresh_until:
             return False
-        ready.hits += 1
         seq = self.next_seq
         if seq == self.send_seq and self.server is IDLE and not self.log:
-            # nothing owed before it, the common case: the table's "owe" then "caught_up",
-            # and _send's work for a prepared answer, in one step
-            response = ready.response
-            self.out += response.encode(False, self._keep, self._version == "1.0")[0]
-            self.stats.statuses[response.status] += 1
-            self.next_seq = self.send_seq = seq + 1
-            self.idle_since = self._now
+            self._send_ready(ready, self._keep, self._version == "1.0")
+            if head and self._keep and len(head) <= _HEAD_KEPT_MAX:
+                heads = self.heads
+                if len(heads) >= _HEADS_KEPT:  # (full of heads seen once: start again)
+                    heads.clear()
+                heads[head] = (self._url, self._version)
             return True                        # (if it said close, _complete closes)
+        ready.hits += 1
         request = self._make_request(b"") if self.log else None   # (its seq is ``seq``)
         if request is None:
             self.next_seq += 1
@@ -628,6 +646,29 @@ class ServerProtocol:
             self._reconsider()
         self._answer(seq, (ready.response, request, False, self._keep, self._version == "1.0"))
         return True
+
+    def _answer_seen(self, target: bytes, version: str) -> bool:
+        """Answer a head kept in ``heads`` (a keep-alive plain GET of ``target``) as
+        ``_answer_ready`` did when it was first seen, if its answer is still fresh and nothing
+        is owed before it; False reads it the usual way."""
+        ready = self.answers.get(target)  # type: ignore[union-attr]  # kept only with answers
+        # (once the server stops, the client side is DONE: no head is looked up)
+        if (ready is None or self._now >= ready.fresh_until or self.next_seq != self.send_seq
+                or self.server is not IDLE or self.log):
+            return False
+        self._version = version
+        self._send_ready(ready, True, version == "1.0")
+        return True
+
+    def _send_ready(self, ready: ReadyAnswer, keep: bool, http10: bool) -> None:
+        """Send a ready answer to the request just read, nothing being owed before it: the
+        table's "owe" then "caught_up", and _send's work for a prepared answer, in one step."""
+        ready.hits += 1
+        response = ready.response
+        self.out += response.encode(False, keep, http10)[0]
+        self.stats.statuses[response.status] += 1
+        self.next_seq = self.send_seq = self.send_seq + 1
+        self.idle_since = self._now
 
     # -- answers out ----------------------------------------------------------------------------
 

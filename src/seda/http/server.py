@@ -63,7 +63,8 @@ class _HttpConnection:
         self.watchers: dict[HttpRequest, Callable[[], None]] | None = None
         self.tunnel: Tunnel | None = None      # once switched (a WebSocket): all bytes go there
         self.protocol: ServerProtocol | None = ServerProtocol(
-            server.limits, self, answers=server.answers, log=server.log is not None,
+            server.limits, self, answers=server.answers, heads=server.heads,
+            log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
             wake=self._wake_reading, now=time.monotonic())
 
@@ -115,6 +116,17 @@ class _HttpConnection:
     def _run(self, events: list[Output]) -> None:
         """Carry out what the protocol said, in order."""
         conn = self.conn
+        if len(events) == 1 and type(events[0]) is bytes:
+            # One answer and nothing else, the usual: to the kernel at once. Several (answers
+            # to pipelined requests) go through the write stage, which joins them in one send.
+            conn.send(events[0])
+        else:
+            self._carry_out(events)
+        if conn.pending > OUTPUT_LIMIT:
+            self._steer()
+
+    def _carry_out(self, events: list[Output]) -> None:
+        conn = self.conn
         ev: Any                                # told apart by ``kind``, which mypy cannot follow
         try:
             for ev in events:
@@ -140,8 +152,6 @@ class _HttpConnection:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
             return
-        if conn.pending > OUTPUT_LIMIT:
-            self._steer()
 
     def _switched(self, tunnel: Tunnel) -> None:
         """The connection is the tunnel's now: read for it, whatever HTTP wanted."""
@@ -300,6 +310,7 @@ class _HttpServer(EventHandler):
     def __init__(self, sink: Sink, limits: Limits, log: Sink | None = None,
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
+        self.heads: dict[bytes, tuple[bytes, str]] = {}   # (ServerProtocol.heads)
         self.connections: dict[Connection, _HttpConnection] = {}
         self.counts = ServerStats()
         self.loop_ident = 0

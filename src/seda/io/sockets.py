@@ -128,6 +128,21 @@ class Connection:
             self.scheduled = True
             self._layer.write_put(self)
 
+    def send(self, data: bytes) -> None:
+        """``enqueue(data)``, from the loop thread: with nothing queued before it, the usual
+        case of an answer on a keep-alive connection, ``data`` goes to the kernel at once, as
+        the write stage would send it after this round, without the hop."""
+        if self.out or self._buffer is not None or not self.connected or self.closing:
+            self.enqueue(data)
+            return
+        size = len(data)
+        self.queued += size
+        self.written += size                   # (less what the kernel does not take: _send)
+        try:
+            self._send([data])
+        except OSError as exc:
+            self._teardown(exc)
+
     def enqueue_many(self, items: Iterable[Any]) -> None:
         """All of ``items`` or none of them."""
         items = list(items)

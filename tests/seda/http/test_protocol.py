@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seda.http import HttpRequest, Limits, ReadyAnswer, Response, ServerProtocol, StreamBody
+from seda.http import (
+    HttpRequest,
+    Limits,
+    ReadyAnswer,
+    Response,
+    ServerProtocol,
+    StreamBody,
+    protocol,
+)
 from seda.http.protocol import (
     ABORT,
     CLOSE,
@@ -424,6 +432,85 @@ def test_ready_answers_serve_plain_gets_without_a_request_event():
     assert answers[b"/f"].hits == 1
     (req,) = c.send(get("/f", "Range: bytes=0-0"))   # not plain: the application decides
     assert req.path == "/f"
+
+
+def ready_answers(*targets: str, fresh_until: float = 200.0) -> dict[bytes, ReadyAnswer]:
+    return {t.encode(): ReadyAnswer(Prepared(200, prepare_head([("content-length", str(len(t)))]),
+                                             t.encode()), fresh_until) for t in targets}
+
+
+def undated(wire: bytes) -> bytes:
+    """(Two answers a second apart differ in their Date only.)"""
+    return re.sub(rb"date: [^\r]*\r\n", b"", wire)
+
+
+def test_a_head_seen_before_gets_the_same_answer_without_being_parsed():
+    answers, heads = ready_answers("/f"), {}
+    first, second = (Conn(answers=answers, heads=heads) for _ in range(2))
+    first.send(get("/f"))
+    second.send(get("/f"))
+    assert undated(second.wire()) == undated(first.wire())
+    assert second.p.parser is None                   # llhttp never ran on the second
+    assert answers[b"/f"].hits == 2 and second.statuses() == [200]
+    head10 = b"GET /f HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"   # 1.0's framing kept too
+    third = Conn(answers=answers, heads=heads)
+    first.send(head10)
+    third.send(head10)
+    assert third.p.parser is None and not third.closed
+    assert undated(third.wire()) == undated(first.wire()).partition(b"/f")[2]
+    assert third.wire().startswith(b"HTTP/1.0 200") and b"keep-alive" in third.wire()
+
+
+def test_a_kept_head_waits_its_turn_behind_an_answer_owed():
+    answers, heads = ready_answers("/f"), {}
+    Conn(answers=answers, heads=heads).send(get("/f"))
+    c = Conn(answers=answers, heads=heads)
+    (slow,) = c.send(get("/slow"))
+    assert c.send(get("/f")) == []                   # not before /slow's answer
+    c.answer(slow)
+    assert c.statuses() == [200, 200] and c.wire().endswith(b"\r\n\r\n/f")
+    assert c.wire().index(b"\r\n\r\n/slow") < c.wire().index(b"\r\n\r\n/f")
+
+
+def test_a_kept_head_whose_answer_went_stale_goes_to_the_application():
+    answers, heads = ready_answers("/f", fresh_until=150.0), {}
+    Conn(answers=answers, heads=heads).send(get("/f"))
+    c = Conn(answers=answers, heads=heads)
+    c.now = 160.0
+    (req,) = c.send(get("/f"))
+    assert type(req) is HttpRequest and req.path == "/f"
+
+
+@pytest.mark.parametrize("how", ["in pieces", "close", "pipelined", "logged", "body"])
+def test_heads_kept_are_only_those_answered_alone_at_once_on_a_connection_that_goes_on(how):
+    heads: dict = {}
+    c = Conn(answers=ready_answers("/f"), heads=heads, log=how == "logged")
+    if how == "in pieces":
+        c.send(get("/f")[:10])
+        c.send(get("/f")[10:])
+    elif how == "close":
+        c.send(get("/f", "Connection: close"))
+    elif how == "pipelined":                         # the first is answered after /slow's
+        c.send(get("/slow") + get("/f"))
+    elif how == "logged":                            # each answer must make its Logged event
+        c.send(get("/f"))
+    else:
+        c.send(get("/f", "Content-Length: 2") + b"hi")
+    assert heads == {} and c.statuses() in ([200], [])
+
+
+def test_heads_kept_stay_bounded_however_many_clients_send():
+    targets = [f"/f{i}" for i in range(protocol._HEADS_KEPT + 50)]
+    heads: dict = {}
+    c = Conn(answers=ready_answers(*targets), heads=heads)
+    for target in targets:
+        c.send(get(target))
+    assert 0 < len(heads) <= protocol._HEADS_KEPT
+    assert c.statuses() == [200] * len(targets)
+    huge = get("/f0", "X-Big: " + "b" * protocol._HEAD_KEPT_MAX)
+    heads.clear()
+    c.send(huge)
+    assert heads == {}
 
 
 # -- time -----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -91,6 +92,50 @@ def test_large_replies_survive_partial_sends(echo):
         got = recv_exactly(c, len(payload))
         sender.join()
         assert got == payload.upper()
+
+
+class SendAtOnce(seda.EventHandler):
+    """Sends every packet back upper-cased with ``send`` (at once from the loop), between
+    brackets queued with ``enqueue`` and ``send``."""
+
+    def handle_event(self, ev):
+        if type(ev) is Packet and ev.data:
+            ev.conn.enqueue(b"<")               # queued: what is sent at once waits behind it
+            ev.conn.send(ev.data.upper())
+            ev.conn.send(b">")
+
+
+@pytest.fixture
+def sender(rt):
+    rt.add_stage("sender", SendAtOnce(), blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("sender"))
+    rt.start()
+    return listener
+
+
+def test_what_is_sent_at_once_keeps_its_place_behind_what_is_queued(sender):
+    with socket.create_connection(sender.address, timeout=WAIT) as c:
+        for word in (b"one", b"two", b"three"):
+            c.sendall(word)
+            assert recv_exactly(c, len(word) + 2) == b"<" + word.upper() + b">"
+
+
+def test_what_the_kernel_does_not_take_at_once_follows_when_it_can(sender):
+    with socket.create_connection(sender.address, timeout=WAIT) as c:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        payload = os.urandom(2**20).hex().encode()[: 2**19]
+        c.sendall(payload[:1])                 # one packet: the reply is sent at once
+        assert recv_exactly(c, 3) == b"<" + payload[:1].upper() + b">"
+        sender_thread = threading.Thread(target=c.sendall, args=(payload,))
+        sender_thread.start()
+        got = b""
+        while len(got.replace(b"<", b"").replace(b">", b"")) < len(payload):
+            chunk = c.recv(65536)
+            assert chunk
+            got += chunk
+        sender_thread.join()
+        assert re.fullmatch(rb"(<[0-9A-F]+>)+", got)     # each reply whole, in its place
+        assert got.replace(b"<", b"").replace(b">", b"") == payload.upper()
 
 
 def test_connected_and_closed_events_and_server_side_close(rt):
