@@ -290,7 +290,7 @@ class ServerProtocol:
             self._end_of_input()
             return out
         if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX:
-            seen = self.heads.get(data)        # exactly one head, seen before
+            seen = self.heads.get(data)        # the usual: the packet is one head seen before
             if seen is not None and self._answer_seen(*seen):
                 return out
         try:
@@ -317,13 +317,19 @@ class ServerProtocol:
                 data = data.lstrip(_EMPTY_LINE)
                 if not data:
                     return b""
+            end = data.find(b"\r\n\r\n")
+            # a head seen before, one of several pipelined in a packet (see receive)
+            seen = self.heads.get(data[:end + 4]) if 0 <= end <= _HEAD_KEPT_MAX - 4 else None
+            if seen is not None and self._answer_seen(*seen):
+                return data[end + 4:]
             self.client = _CLIENT[IDLE]["begin"]
             self._start = data
             self.deadline = self._now + self.limits.header_timeout
             self._url = b""
             self._headers = []
             self._expect = False
-        end = data.find(b"\r\n\r\n")
+        else:
+            end = data.find(b"\r\n\r\n")
         cut = end + 4 if end >= 0 and not self._tail else self._cut(data)
         if cut == len(data):                   # (usually the whole packet is one head)
             chunk, rest = data, b""

@@ -461,6 +461,18 @@ def test_a_head_seen_before_gets_the_same_answer_without_being_parsed():
     assert third.wire().startswith(b"HTTP/1.0 200") and b"keep-alive" in third.wire()
 
 
+def test_kept_heads_pipelined_in_one_packet_are_answered_in_turn():
+    answers, heads = ready_answers("/f", "/g"), {}
+    Conn(answers=answers, heads=heads).send(get("/f") + get("/g"))
+    c = Conn(answers=answers, heads=heads)
+    assert len(c.send(get("/f") + get("/g") + get("/f"))) == 3 and c.p.parser is None
+    *_, req = c.send(get("/g") + get("/other"))     # a head not kept is parsed after it
+    assert req.path == "/other" and c.p.parser is not None
+    c.answer(req)
+    assert c.statuses() == [200] * 5 and c.wire().endswith(b"/other")
+    assert c.wire().count(b"\r\n\r\n/f") == 2 and c.wire().count(b"\r\n\r\n/g") == 2
+
+
 def test_a_kept_head_waits_its_turn_behind_an_answer_owed():
     answers, heads = ready_answers("/f"), {}
     Conn(answers=answers, heads=heads).send(get("/f"))
