@@ -291,7 +291,7 @@ class ServerProtocol:
             return out
         if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX:
             seen = self.heads.get(data)        # the usual: the packet is one head seen before
-            if seen is not None and self._answer_seen(*seen):
+            if seen is not None and self._answer_at_once(*seen):
                 return out
         try:
             while data:
@@ -320,7 +320,7 @@ class ServerProtocol:
             end = data.find(b"\r\n\r\n")
             # a head seen before, one of several pipelined in a packet (see receive)
             seen = self.heads.get(data[:end + 4]) if 0 <= end <= _HEAD_KEPT_MAX - 4 else None
-            if seen is not None and self._answer_seen(*seen):
+            if seen is not None and self._answer_at_once(*seen):
                 return data[end + 4:]
             self.client = _CLIENT[IDLE]["begin"]
             self._start = data
@@ -631,50 +631,47 @@ class ServerProtocol:
         """Answer a plain GET from the ready answers, if one is fresh for its target (see
         answers.py); False sends the request the usual way. ``head``: its whole head, to be
         kept in ``heads`` if the answer goes at once (else ``b""``)."""
-        ready = self.answers.get(self._url)  # type: ignore[union-attr]  # _plain implies answers
-        if ready is None or self._now >= ready.fresh_until:
-            return False
-        seq = self.next_seq
-        if seq == self.send_seq and self.server is IDLE and not self.log:
-            self._send_ready(ready, self._keep, self._version == "1.0")
-            if head and self._keep and len(head) <= _HEAD_KEPT_MAX:
+        url, keep = self._url, self._keep
+        if self._answer_at_once(url, self._version, keep):
+            if head and keep and len(head) <= _HEAD_KEPT_MAX:
                 heads = self.heads
                 if len(heads) >= _HEADS_KEPT:  # (full of heads seen once: start again)
                     heads.clear()
-                heads[head] = (self._url, self._version)
+                heads[head] = (url, self._version)
             return True                        # (if it said close, _complete closes)
+        ready = self.answers.get(url)  # type: ignore[union-attr]  # _plain implies answers
+        if ready is None or self._now >= ready.fresh_until:
+            return False
+        # fresh, but answers are owed before it (or the access log wants its request)
         ready.hits += 1
+        seq = self.next_seq
         request = self._make_request(b"") if self.log else None   # (its seq is ``seq``)
         if request is None:
             self.next_seq += 1
         self._server("owe")
         if self.next_seq - self.send_seq >= self._pipelined:
             self._reconsider()
-        self._answer(seq, (ready.response, request, False, self._keep, self._version == "1.0"))
+        self._answer(seq, (ready.response, request, False, keep, self._version == "1.0"))
         return True
 
-    def _answer_seen(self, target: bytes, version: str) -> bool:
-        """Answer a head kept in ``heads`` (a keep-alive plain GET of ``target``) as
-        ``_answer_ready`` did when it was first seen, if its answer is still fresh and nothing
-        is owed before it; False reads it the usual way."""
-        ready = self.answers.get(target)  # type: ignore[union-attr]  # kept only with answers
+    def _answer_at_once(self, target: bytes, version: str, keep: bool = True) -> bool:
+        """Send the ready answer for ``target`` to the request just read, if it is fresh and
+        nothing is owed before it (nor an access log wants the request): the table's "owe"
+        then "caught_up", and _send's work for a prepared answer, in one step. For a head
+        kept in ``heads`` (``receive``) as for one just parsed (``_answer_ready``)."""
+        ready = self.answers.get(target)  # type: ignore[union-attr]  # only with answers
         # (once the server stops, the client side is DONE: no head is looked up)
         if (ready is None or self._now >= ready.fresh_until or self.next_seq != self.send_seq
                 or self.server is not IDLE or self.log):
             return False
         self._version = version
-        self._send_ready(ready, True, version == "1.0")
-        return True
-
-    def _send_ready(self, ready: ReadyAnswer, keep: bool, http10: bool) -> None:
-        """Send a ready answer to the request just read, nothing being owed before it: the
-        table's "owe" then "caught_up", and _send's work for a prepared answer, in one step."""
         ready.hits += 1
         response = ready.response
-        self.out += response.encode(False, keep, http10)[0]
+        self.out += response.encode(False, keep, version == "1.0")[0]
         self.stats.statuses[response.status] += 1
         self.next_seq = self.send_seq = self.send_seq + 1
         self.idle_since = self._now
+        return True
 
     # -- answers out ----------------------------------------------------------------------------
 

@@ -68,13 +68,13 @@ class _HttpConnection:
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
             wake=self._wake_reading, now=time.monotonic())
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, now: float) -> None:
         if self.tunnel is not None:
             self.tunnel.feed(data)
             return
         if not data:                           # the end of input: the client has gone
             self._gone()
-        self._run(self.protocol.receive(data, time.monotonic()))  # type: ignore[union-attr]  # open
+        self._run(self.protocol.receive(data, now))  # type: ignore[union-attr]  # open
 
     def watch(self, request: HttpRequest, callback: Callable[[], None] | None) -> None:
         """``HttpRequest.on_gone``: call ``callback`` when the client goes; any thread. It may
@@ -119,7 +119,8 @@ class _HttpConnection:
         if len(events) == 1 and type(events[0]) is bytes:
             # One answer and nothing else, the usual: to the kernel at once. Several (answers
             # to pipelined requests) go through the write stage, which joins them in one send.
-            conn.send(events[0])
+            if conn.send(events[0]):
+                return                         # all of it went: nothing waits in memory
         else:
             self._carry_out(events)
         if conn.pending > OUTPUT_LIMIT:
@@ -326,12 +327,13 @@ class _HttpServer(EventHandler):
         if not self.loop_ident:
             self.loop_ident = threading.get_ident()
         connections = self.connections
+        now = time.monotonic()                 # (one reading serves the batch's packets)
         for ev in events:
             kind = type(ev)
             if kind is Packet:
                 state = connections.get(ev.conn)
                 if state is not None:
-                    state.feed(ev.data)
+                    state.feed(ev.data, now)
             elif kind is tuple:
                 request, response = ev
                 request.connection.answer(request, response)
@@ -344,7 +346,6 @@ class _HttpServer(EventHandler):
                 if state is not None:
                     state.lost()
             elif kind is _Tick:
-                now = time.monotonic()
                 for state in list(connections.values()):
                     state.tick(now)
                 self.rt.timer.schedule(_TICK, self.own, ev)

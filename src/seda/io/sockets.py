@@ -128,20 +128,22 @@ class Connection:
             self.scheduled = True
             self._layer.write_put(self)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes) -> bool:
         """``enqueue(data)``, from the loop thread: with nothing queued before it, the usual
         case of an answer on a keep-alive connection, ``data`` goes to the kernel at once, as
-        the write stage would send it after this round, without the hop."""
+        the write stage would send it after this round, without the hop. True if the kernel
+        took all of it (nothing is ``pending`` then)."""
         if self.out or self._buffer is not None or not self.connected or self.closing:
             self.enqueue(data)
-            return
+            return False
         size = len(data)
         self.queued += size
         self.written += size                   # (less what the kernel does not take: _send)
         try:
-            self._send([data])
+            return self._send([data])
         except OSError as exc:
             self._teardown(exc)
+            return False
 
     def enqueue_many(self, items: Iterable[Any]) -> None:
         """All of ``items`` or none of them."""
