@@ -19,7 +19,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from itertools import repeat
-from random import randrange
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._sink import Cursor, connect, thread_cursor
@@ -388,11 +387,6 @@ class EventLoop:
             events = poll(timeout)
             self.sleeping = False
             self.busy = True
-            if len(events) > 1:
-                # The kernel reports ready sockets in a fixed order (by descriptor); start at a
-                # random one so none is always served last (thesis 5.6.1).
-                k = randrange(len(events))
-                events = events[k:] + events[:k]
             for fd, mask in events:
                 handlers = watched.get(fd)
                 if handlers is None:                 # unwatched by an earlier callback

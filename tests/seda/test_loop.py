@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import threading
 import time
@@ -107,6 +108,41 @@ def test_after_poll_runs_once_a_round_after_its_readiness_callbacks(rt):
         rt.loop.call_soon_threadsafe(watch)
         assert done.wait(WAIT)
         assert rounds == [[b"x", b"x", b"x"]]    # one call, after every callback of the round
+    finally:
+        for left, right in pairs:
+            left.close()
+            right.close()
+
+
+def test_sockets_are_served_in_the_order_they_became_ready(rt):
+    """epoll reports ready sockets first come, first served (and a socket still ready goes
+    to the back of the line): the fairness across sockets that thesis 5.6.1 got by shuffling
+    what select() reported in descriptor order. The loop keeps the kernel's order."""
+    rt.start()
+    pairs = [socket.socketpair() for _ in range(20)]
+    order = list(range(20))
+    random.Random(7).shuffle(order)
+    served, done = [], threading.Event()
+
+    def readable(i):
+        def callback():
+            pairs[i][0].recv(100)
+            rt.loop.remove_reader(pairs[i][0])
+            served.append(i)
+            if len(served) == len(pairs):
+                done.set()
+        return callback
+
+    def watch():
+        for i, (left, _) in enumerate(pairs):
+            rt.loop.add_reader(left, readable(i))
+        for i in order:                        # all readable before the next poll
+            pairs[i][1].send(b"x")
+
+    try:
+        rt.loop.call_soon_threadsafe(watch)
+        assert done.wait(WAIT)
+        assert served == order
     finally:
         for left, right in pairs:
             left.close()
