@@ -112,9 +112,9 @@ def _role(name: bytes) -> int:
 # RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
 _VALID_HOST = re.compile(rb"(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# Heads answered from a ready answer, kept whole (see ServerProtocol.heads): so many, so long.
-# A client sends the same head for the same file on every request (a browser's differ only
-# with the target or a cookie), so a few hundred cover the traffic of many clients.
+# Heads answered from a ready answer, kept whole (ServerProtocol.heads): at most so many, each
+# at most so long. A client sends the same head for the same file on every request (a
+# browser's differ with the target, or a cookie), so a few hundred serve many clients.
 _HEADS_KEPT = 512
 _HEAD_KEPT_MAX = 2048
 
@@ -192,9 +192,8 @@ class ServerProtocol:
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
         "_request", "_start", "_tail", "_upgrade", "_url", "_version", "answers", "client",
         "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq", "limits",
-        "log",
-        "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq", "server",
-        "stats", "stopping", "streaming", "wake", "wants_input",
+        "log", "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq",
+        "server", "stats", "stopping", "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
