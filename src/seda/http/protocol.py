@@ -288,7 +288,7 @@ class ServerProtocol:
         if not data:
             self._end_of_input()
             return out
-        if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX:
+        if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX and self.heads:
             seen = self.heads.get(data)        # the usual: the packet is one head seen before
             if seen is not None and self._answer_at_once(*seen):
                 return out
@@ -317,8 +317,10 @@ class ServerProtocol:
                 if not data:
                     return b""
             end = data.find(b"\r\n\r\n")
-            # a head seen before, one of several pipelined in a packet (see receive)
-            seen = self.heads.get(data[:end + 4]) if 0 <= end <= _HEAD_KEPT_MAX - 4 else None
+            # a head seen before, one of several pipelined in a packet (see receive); none is
+            # kept by a server without ready answers: no hash of every head for nothing
+            seen = (self.heads.get(data[:end + 4])
+                    if self.heads and 0 <= end <= _HEAD_KEPT_MAX - 4 else None)
             if seen is not None and self._answer_at_once(*seen):
                 return data[end + 4:]
             self.client = _CLIENT[IDLE]["begin"]
