@@ -129,7 +129,7 @@ def test_what_the_kernel_does_not_take_at_once_follows_when_it_can(sender):
         sender_thread = threading.Thread(target=c.sendall, args=(payload,))
         sender_thread.start()
         got = b""
-        while len(got.replace(b"<", b"").replace(b">", b"")) < len(payload):
+        while len(got.replace(b"<", b"").replace(b">", b"")) < len(payload) or got[-1:] != b">":
             chunk = c.recv(65536)
             assert chunk
             got += chunk
