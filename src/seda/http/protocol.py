@@ -668,7 +668,10 @@ class ServerProtocol:
         self._version = version
         ready.hits += 1
         response = ready.response
-        self.out += response.encode(False, keep, version == "1.0")[0]
+        if keep and version == "1.1":
+            self.out.append(response.whole())
+        else:
+            self.out += response.encode(False, keep, version == "1.0")[0]
         self.stats.statuses[response.status] += 1
         self.next_seq = self.send_seq = self.send_seq + 1
         self.idle_since = self._now

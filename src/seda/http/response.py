@@ -192,18 +192,23 @@ class Prepared:
         self._whole = b""                     # this second's keep-alive HTTP/1.1 answer to GET
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
-        if keep_alive and not (http10 or head_only):     # the usual request: made once a second
-            date = _date_line()
-            if date is not self._date:
-                self._whole = b"".join((_status_line(self.status), date, self.head, b"\r\n",
-                                        self.body))
-                self._date = date
-            return [self._whole], True
+        if keep_alive and not (http10 or head_only):
+            return [self.whole()], True
         connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
                       else b"" if keep_alive else b"connection: close\r\n")
         status = _status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
         body = b"" if head_only else self.body
         return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
+
+    def whole(self) -> bytes:
+        """The answer to a keep-alive HTTP/1.1 GET, the usual request: made once a second."""
+        if time.time() >= _next_second:        # (_date_line() inlined: once per request)
+            _renew()
+        if _date is not self._date:
+            self._whole = b"".join((_status_line(self.status), _date, self.head, b"\r\n",
+                                    self.body))
+            self._date = _date
+        return self._whole
 
 
 class Tunnel(Protocol):
