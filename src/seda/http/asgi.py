@@ -216,7 +216,9 @@ class _Exchange:
         self.watching = False                  # the connection tells us if the client goes
         self.body_given = False                # the request body has been given whole
         self.body_error: BodyError | None = None
-        self.receiving: asyncio.Future[None] | None = None    # what a receive() waits for
+        # what the receive()s waiting wait for: one each, as two tasks may wait at once (a
+        # disconnect listener beside a cancelled receive, as Starlette's is_disconnected is)
+        self.receiving: list[asyncio.Future[None]] | None = None
 
     # -- the connection's news (loop thread of the server, then here) ------------------------
 
@@ -229,8 +231,7 @@ class _Exchange:
             self.gone = True
             if not self.complete:
                 self.handler.counts["disconnects"] += 1
-        if self.receiving is not None:         # (a send waits for the socket, not for this)
-            _resolve(self.receiving)
+        self._wake_receivers()                 # (a send waits for the socket, not for this)
 
     async def _wait_to_receive(self, arm: Callable[[Callable[[], None]], None]) -> None:
         """Until ``arm``'s callback is called from another thread, the client goes or (body
@@ -241,12 +242,28 @@ class _Exchange:
             # already is reported at once.
             self.watching = True
             self.req.on_gone(self._on_gone)
-        future = self.receiving = self.loop.create_future()
-        arm(_wake(self.loop, future))
+        future = self.loop.create_future()
+        waiting = self.receiving
+        if waiting is None:
+            waiting = self.receiving = []
+        waiting.append(future)
+        arm(self._readable)
         try:
             await future
         finally:
-            self.receiving = None
+            waiting.remove(future)
+
+    def _readable(self) -> None:
+        """From the thread that feeds the body: data, its end or its error can be read. The
+        reader keeps one callback, so every receive() waiting is woken, not only the last."""
+        with contextlib.suppress(RuntimeError):    # our loop has closed
+            self.loop.call_soon_threadsafe(self._wake_receivers)
+
+    def _wake_receivers(self) -> None:
+        """Every receive() waiting looks again: each returns what it now finds."""
+        if self.receiving:
+            for future in self.receiving:
+                _resolve(future)
 
     async def _wait_to_send(self, stream: StreamBody) -> None:
         """Until the stream takes more, or the connection is lost."""
@@ -389,8 +406,7 @@ class _Exchange:
 
     def _completed(self) -> None:
         self.complete = True
-        if self.receiving is not None:         # a receive() waiting for the disconnect
-            _resolve(self.receiving)
+        self._wake_receivers()                 # a receive() waiting for the disconnect
 
     # -- the application -----------------------------------------------------------------------
 

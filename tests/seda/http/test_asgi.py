@@ -157,6 +157,30 @@ def test_http_disconnect_when_the_client_goes_while_the_app_waits(rt):
     assert rt.stats()["asgi"]["handler"]["disconnects"] == 1
 
 
+def test_every_receive_waiting_is_told_when_the_client_goes(rt):
+    """Two tasks waiting in receive() at once both hear of the disconnect, and a third one
+    cancelled while it waited takes the news from neither: sse-starlette listens for the
+    disconnect in a task of its own while the stream calls Starlette's is_disconnected, a
+    receive() cancelled at once. (Each was kept waiting for ever, when only the last to wait
+    was woken.)"""
+    heard: list = []
+    done = threading.Event()
+
+    async def app(scope, receive, send):
+        await read_body(receive)
+        listeners = [asyncio.ensure_future(receive()) for _ in range(2)]
+        checking = asyncio.ensure_future(receive())
+        await asyncio.sleep(0)                 # a turn of the loop: each task runs to its wait
+        checking.cancel()
+        heard.extend(message["type"] for message in await asyncio.gather(*listeners))
+        done.set()
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert done.wait(WAIT) and heard == ["http.disconnect"] * 2
+
+
 def test_send_raises_an_oserror_once_a_streaming_client_has_gone(rt):
     raised = []
     done = threading.Event()
