@@ -8,18 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 
 import httpx
 import pytest
-import uvicorn
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-import seda
-from haboob.server import Options, build
-
 from tests.helpers import WAIT, asgiapps
+from tests.helpers.asgiservers import SERVERS
 from tests.helpers.net import until
 
 PREFIXES = ("/fastapi", "/starlette", "/django")
@@ -28,46 +24,6 @@ PREFIXES = ("/fastapi", "/starlette", "/django")
 def make_apps(events: list) -> dict:
     return {"/fastapi": asgiapps.make_fastapi(), "/starlette": asgiapps.make_starlette(events),
             "/django": asgiapps.make_django()}
-
-
-class Haboob:
-    """The applications mounted in one Haboob."""
-
-    def __init__(self, apps: dict) -> None:
-        self.rt = seda.Runtime()
-        listener = build(self.rt, Options(port=0, apps=list(apps.items())))
-        self.rt.start()
-        host, port = listener.address[:2]
-        self.urls = {prefix: f"http://{host}:{port}{prefix}" for prefix in apps}
-
-    def stop(self) -> None:
-        self.rt.stop()
-
-
-class Uvicorn:
-    """Each application on a uvicorn of its own, in a thread, with its prefix as root_path."""
-
-    def __init__(self, apps: dict) -> None:
-        self.servers, self.threads, self.urls = [], [], {}
-        for prefix, app in apps.items():
-            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0,
-                                                   root_path=prefix, log_level="warning"))
-            thread = threading.Thread(target=server.run, name=f"uvicorn{prefix}", daemon=True)
-            thread.start()
-            until(lambda server=server: server.started, bool)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            self.servers.append(server)
-            self.threads.append(thread)
-            self.urls[prefix] = f"http://127.0.0.1:{port}"
-
-    def stop(self) -> None:
-        for server in self.servers:
-            server.should_exit = True
-        for thread in self.threads:
-            thread.join(WAIT)
-
-
-SERVERS = {"haboob": Haboob, "uvicorn": Uvicorn}
 
 
 @pytest.fixture(scope="module")
