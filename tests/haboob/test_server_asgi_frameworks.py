@@ -3,7 +3,8 @@ one set of routes in each) and real clients (httpx, websockets). Every case runs
 uvicorn too, each application served at / as ``haboob module:app`` and ``uvicorn module:app``
 serve it, and the two must answer alike: status, header fields (all but Date and Server,
 which are each server's own) and body. Then what each framework relies on, on both servers:
-bodies streamed both ways, the lifespan, WebSocket messages and close codes, failures."""
+bodies streamed both ways, the lifespan, WebSocket messages and close codes, failures; and
+sse-starlette's disconnect listener, and Django Channels' consumers beside Django's HTTP."""
 
 from __future__ import annotations
 
@@ -279,3 +280,54 @@ def test_sse_stops_when_its_client_goes(kind):
     finally:
         server.stop()
     assert events == ["stream stopped"]
+
+
+# -- Django Channels ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def channels():
+    """``channels[kind]``: (the base URL of a Channels application, its events)."""
+    pytest.importorskip("channels")
+    from tests.helpers.asgiframeworks import make_channels
+
+    running = {}
+    try:
+        for kind, server in SERVERS.items():
+            events: list = []
+            running[kind] = (server({"/": make_channels(events)}), events)
+        yield {kind: (server.urls["/"], events) for kind, (server, events) in running.items()}
+    finally:
+        for server, _events in running.values():
+            server.stop()
+
+
+@pytest.mark.parametrize("path", ["/ws", "/ws-async"])
+@pytest.mark.parametrize("kind", SERVERS)
+def test_channels_consumers_echo_and_hear_the_close_code(channels, kind, path):
+    url, events = channels[kind]
+    with connect(url.replace("http://", "ws://") + path, open_timeout=WAIT) as ws:
+        ws.send("hello")
+        assert ws.recv(WAIT) == "echo: hello"
+        ws.send(b"ab")
+        assert ws.recv(WAIT) == b"abab"
+        ws.send("bye")
+        with pytest.raises(ConnectionClosed):
+            ws.recv(WAIT)
+    assert (ws.close_code, ws.close_reason) == (4001, "see you")
+    with connect(url.replace("http://", "ws://") + path, open_timeout=WAIT) as ws:
+        ws.send("hello")
+        assert ws.recv(WAIT) == "echo: hello"
+        ws.close(4002)
+    until(lambda: events, lambda e: ("ws closed", 4002) in e)
+    events.clear()
+
+
+@pytest.mark.parametrize("path", ["/ws", "/ws-async"])
+def test_channels_refusals_and_django_beside_them_alike(channels, path):
+    refused = [websocket_outcome(url.replace("http://", "ws://") + path + "?refuse")
+               for url, _events in channels.values()]
+    assert refused == [("refused", 403)] * 2
+    where = [httpx.get(url + "/async/where", params={"q": "1"}, timeout=WAIT).json()
+             for url, _events in channels.values()]
+    assert where[0] == where[1] == {"path": "/async/where", "script_name": "",
+                                    "path_info": "/async/where", "query": "1"}

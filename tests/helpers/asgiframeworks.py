@@ -386,3 +386,59 @@ def make_blacksheep(events: list) -> Any:
 
 
 FRAMEWORKS = {"quart": make_quart, "litestar": make_litestar, "blacksheep": make_blacksheep}
+
+
+# -- Django Channels: WebSocket consumers beside Django's HTTP -------------------------------------
+
+def make_channels(events: list) -> Any:
+    """Django's ASGI handler for HTTP (realapps.py's project) and, at ``/ws`` and
+    ``/ws-async``, the echo of ``/ws`` above as a plain consumer (its methods on threads, as
+    most Channels applications are written) and as an async one; ``?refuse`` closes before
+    accepting. The close code the client sends goes to ``events``."""
+    from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
+    from channels.routing import ProtocolTypeRouter, URLRouter
+    from django.urls import path
+
+    from tests.helpers import realapps
+
+    class Echo(WebsocketConsumer):
+        def connect(self) -> None:
+            if self.scope["query_string"] == b"refuse":
+                self.close()                   # before accepting: refused
+            else:
+                self.accept()
+
+        def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+            if text_data == "bye":
+                self.close(code=4001, reason="see you")
+            elif text_data is not None:
+                self.send(text_data="echo: " + text_data)
+            else:
+                self.send(bytes_data=bytes_data * 2)
+
+        def disconnect(self, code: int) -> None:
+            events.append(("ws closed", code))
+
+    class AsyncEcho(AsyncWebsocketConsumer):
+        async def connect(self) -> None:
+            if self.scope["query_string"] == b"refuse":
+                await self.close()
+            else:
+                await self.accept()
+
+        async def receive(self, text_data: str | None = None,
+                          bytes_data: bytes | None = None) -> None:
+            if text_data == "bye":
+                await self.close(code=4001, reason="see you")
+            elif text_data is not None:
+                await self.send(text_data="echo: " + text_data)
+            else:
+                await self.send(bytes_data=bytes_data * 2)
+
+        async def disconnect(self, code: int) -> None:
+            events.append(("ws closed", code))
+
+    return ProtocolTypeRouter({
+        "http": realapps.django_asgi(),
+        "websocket": URLRouter([path("ws", Echo.as_asgi()),
+                                path("ws-async", AsyncEcho.as_asgi())])})
