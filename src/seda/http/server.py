@@ -119,8 +119,11 @@ class _HttpConnection:
         if len(events) == 1 and type(events[0]) is bytes:
             # One answer and nothing else, the usual: to the kernel at once. Several (answers
             # to pipelined requests) go through the write stage, which joins them in one send.
-            if conn.send(events[0]):
-                return                         # all of it went: nothing waits in memory
+            try:
+                if conn.send(events[0]):
+                    return                     # all of it went: nothing waits in memory
+            except SinkError:                  # closed under us: its Closed event is on its way
+                return
         else:
             self._carry_out(events)
         if conn.pending > OUTPUT_LIMIT:

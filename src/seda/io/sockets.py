@@ -132,7 +132,8 @@ class Connection:
         """``enqueue(data)``, from the loop thread: with nothing queued before it, the usual
         case of an answer on a keep-alive connection, ``data`` goes to the kernel at once, as
         the write stage would send it after this round, without the hop. True if the kernel
-        took all of it (nothing is ``pending`` then)."""
+        took all of it (nothing is ``pending`` then). Refused as ``enqueue`` refuses (a closed
+        connection: StageClosedError)."""
         if self.out or self._buffer is not None or not self.connected or self.closing:
             self.enqueue(data)
             return False

@@ -195,6 +195,31 @@ def test_a_response_cut_off_by_the_client_is_counted_as_dropped(rt):
         assert time.monotonic() < deadline, rt.stats()["http"]["handler"]
 
 
+def test_an_answer_to_a_connection_the_socket_layer_just_closed_is_let_go(rt):
+    """The socket layer may close a connection (a reset read in the same round) before the
+    HTTP stage hears of it: an answer that comes in between is dropped, and neither the
+    application's stage nor the HTTP stage fails over it (a stage that raised would lose the
+    rest of its batch: other connections' packets and answers)."""
+    answered = threading.Event()
+
+    class ResetThenAnswer(seda.EventHandler):
+        def handle_event(self, req):
+            req.connection.conn._teardown(ConnectionResetError())   # as a reset read does
+            req.respond(Response(200, b"late"))                     # (this thread: at once)
+            answered.set()
+
+    rt.add_stage("app", ResetThenAnswer(), blocking=False)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as c:
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answered.wait(WAIT)
+        assert c.recv(100) == b""                                   # closed, nothing sent
+    stats = rt.stats()
+    assert stats["app"]["errors"] == 0 and stats["http"]["errors"] == 0
+    until(lambda: rt.stats()["http"]["handler"]["connections"], lambda open_: open_ == 0)
+
+
 def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):
     address = start(rt, predicate=lambda req: req.path != "/echo")
     out = raw(address, b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"
