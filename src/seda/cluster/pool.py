@@ -93,7 +93,12 @@ class ClusterPool:
         self._survey: dict[str, int] = {"backlog": 0, "pending": 0, "oldest_ms": 0,
                                         "dead_letters": 0, "consumers": 0}
         self._surveyed = 0.0                   # when (monotonic); 0: never
-        self._added = 0                        # enqueued here since the last survey
+        # Enqueued here in all (the producers' count) and as of the start of the last survey
+        # (the keeper's): what was added meanwhile is backlog + the difference. Reset to 0 after
+        # a survey instead, an event added while the survey was on its way was in neither,
+        # and admission let one more in than its limit.
+        self._added = 0
+        self._added_surveyed = 0
         self._counts = {"redelivered": 0, "dead_lettered": 0, "unavailable": 0}
         self._next_sweep = 0.0
         self._sweep_cursor = b"0-0"
@@ -176,7 +181,7 @@ class ClusterPool:
 
     def __len__(self) -> int:
         """The cluster-wide backlog as last surveyed, plus what this node added since."""
-        return self._survey["backlog"] + self._added
+        return self._survey["backlog"] + self._added - self._added_surveyed
 
     def thread_count(self) -> int:
         return len(self.live)
@@ -209,9 +214,12 @@ class ClusterPool:
     # -- the keeper ----------------------------------------------------------------------------
 
     def _look(self) -> None:
+        # taken before the survey: an event added while it is on its way counts twice until
+        # the next one (admission refuses early, never late)
+        added = self._added
         now_ms = int(time.time() * 1000)
         survey = self.streams.survey(now_ms, int(max(self.claim_idle, 3 * self.refresh) * 1000))
-        self._survey, self._added = survey, 0
+        self._survey, self._added_surveyed = survey, added
         self._surveyed = time.monotonic()
 
     def _keep(self) -> None:

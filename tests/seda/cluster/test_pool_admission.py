@@ -56,6 +56,30 @@ def test_a_flood_is_refused_on_every_node(redis_url, client):
         b.stop()
 
 
+def test_an_event_added_while_the_backlog_is_surveyed_is_still_counted(redis_url):
+    """The keeper's survey takes a round trip; an event enqueued after Redis answered it and
+    before the answer is taken in was counted in neither, and admission let one more in."""
+    rt = seda.Runtime()
+    held = Held()
+    rt.add_stage("s", held, queue=RedisQueue(redis_url, refresh=60))   # (this test surveys)
+    rt.start()
+    try:
+        pool = rt.stage("s").manager
+        survey = pool.streams.survey
+
+        def survey_then_enqueue(*args):
+            answer = survey(*args)
+            rt.sink("s").enqueue({"n": "meanwhile"})
+            return answer
+
+        pool.streams.survey = survey_then_enqueue
+        pool._look()
+        assert len(rt.sink("s")) == 1
+    finally:
+        held.release.set()
+        rt.stop()
+
+
 def test_observers_see_each_events_wait_and_response(redis_url):
     seen = []
     gate = threading.Event()
