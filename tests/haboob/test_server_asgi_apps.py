@@ -11,11 +11,11 @@ import os
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from tests.helpers import WAIT, asgiapps
-from tests.helpers.asgiservers import SERVERS
+from tests.helpers.asgiservers import SERVERS, echo_then_bye
 from tests.helpers.net import until
 
 PREFIXES = ("/fastapi", "/starlette", "/django")
@@ -98,14 +98,7 @@ def test_fastapi_reads_a_large_upload_as_a_stream(client):
 def test_fastapi_websocket_echo(client):
     url = str(client("/fastapi").base_url).rstrip("/").replace("http://", "ws://")
     with connect(f"{url}/ws?token=secret", open_timeout=WAIT) as ws:
-        ws.send("hello")
-        assert ws.recv(WAIT) == "echo: hello"
-        ws.send(b"ab")
-        assert ws.recv(WAIT) == b"abab"
-        ws.send("bye")
-        with pytest.raises(ConnectionClosed):
-            ws.recv(WAIT)
-    assert (ws.close_code, ws.close_reason) == (4000, "see you")
+        assert echo_then_bye(ws) == (4000, "see you")
     with pytest.raises(InvalidStatus) as refused:
         connect(f"{url}/ws", open_timeout=WAIT)
     assert refused.value.response.status_code == 403

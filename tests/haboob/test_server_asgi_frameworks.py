@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 
 from tests.helpers import WAIT
 from tests.helpers.asgiframeworks import FRAMEWORKS, computed
-from tests.helpers.asgiservers import SERVERS
+from tests.helpers.asgiservers import SERVERS, echo_then_bye
 from tests.helpers.net import until
 
 pytest.importorskip("quart")
@@ -306,14 +306,7 @@ def channels():
 def test_channels_consumers_echo_and_hear_the_close_code(channels, kind, path):
     url, events = channels[kind]
     with connect(url.replace("http://", "ws://") + path, open_timeout=WAIT) as ws:
-        ws.send("hello")
-        assert ws.recv(WAIT) == "echo: hello"
-        ws.send(b"ab")
-        assert ws.recv(WAIT) == b"abab"
-        ws.send("bye")
-        with pytest.raises(ConnectionClosed):
-            ws.recv(WAIT)
-    assert (ws.close_code, ws.close_reason) == (4001, "see you")
+        assert echo_then_bye(ws) == (4001, "see you")
     with connect(url.replace("http://", "ws://") + path, open_timeout=WAIT) as ws:
         ws.send("hello")
         assert ws.recv(WAIT) == "echo: hello"

@@ -4,8 +4,11 @@ process, on free loopback ports, with ``urls[prefix]`` the base URL of each appl
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+import pytest
 import uvicorn
+from websockets.exceptions import ConnectionClosed
 
 import seda
 from haboob.server import Options, build
@@ -59,3 +62,17 @@ class Uvicorn:
 
 
 SERVERS = {"haboob": Haboob, "uvicorn": Uvicorn}
+
+
+def echo_then_bye(ws: Any) -> tuple[int | None, str | None]:
+    """The echo applications' exchange over a websockets client connection: a text and a
+    binary message echoed, then "bye", which the application answers by closing; the close
+    code and reason it gave."""
+    ws.send("hello")
+    assert ws.recv(WAIT) == "echo: hello"
+    ws.send(b"ab")
+    assert ws.recv(WAIT) == b"abab"
+    ws.send("bye")
+    with pytest.raises(ConnectionClosed):
+        ws.recv(WAIT)
+    return ws.close_code, ws.close_reason
