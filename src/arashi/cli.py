@@ -5,6 +5,7 @@ is wrong, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import gc
 import getpass
 import logging
 import os
@@ -272,6 +273,7 @@ def _serve(args: argparse.Namespace) -> None:
     except RuntimeError as exc:                # --redis: Redis out of reach
         service.close()
         raise Failure(str(exc)) from None
+    gc.freeze()                                # as Haboob's: full collections skip the imports
     try:
         if worker:
             os.write(args.ready_fd, b"1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import queue
 import signal
@@ -142,6 +143,10 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
             raise
         say(f"application startup failed: {exc.__cause__}")
         return 1
+    # What the imports and the applications' startup made lives as long as the process: out
+    # of the collector's sight, a full collection walks only what serving made. With Django
+    # and Flask loaded, one took 40 ms, every thread stopped (the GIL is held throughout).
+    gc.freeze()
     try:
         if worker:
             os.write(ready_fd, b"1")

@@ -193,6 +193,34 @@ def test_an_asgi2_application_is_served_with_interface_asgi2(tmp_path):
             proc.wait()
 
 
+FREEZE_APP = textwrap.dedent("""
+    import gc
+    LOADED = [{"row": i} for i in range(1000)]   # what an application keeps from its start
+
+    def app(environ, start_response):
+        start_response("200 OK", [("content-type", "text/plain")])
+        return [str(gc.get_freeze_count()).encode()]
+""")
+
+
+def test_what_was_loaded_before_serving_is_out_of_the_collectors_sight(tmp_path):
+    (tmp_path / "freezeapp.py").write_text(FREEZE_APP)
+    proc = haboob("freezeapp:app", "--bind", "127.0.0.1:0", cwd=tmp_path)
+    try:
+        port = served_port(proc)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
+        c.request("GET", "/")
+        frozen = int(c.getresponse().read())
+        c.close()
+        assert frozen > 1000                 # the application's rows and the imports
+        proc.terminate()
+        assert proc.wait(WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 FAILING_STARTUP = textwrap.dedent("""
     async def app(scope, receive, send):
         if scope["type"] == "lifespan":
