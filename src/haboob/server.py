@@ -235,6 +235,11 @@ class _Gone(_Loaded):
     """CacheMiss -> PageCache: the file is no longer there (or no longer ours to serve)."""
 
 
+class _Due(_Loaded):
+    """HTTP stage -> PageCache: this file's ready answer is due for its recheck (and answers
+    on meanwhile)."""
+
+
 class PageCacheStage(seda.EventHandler):
     """Answers hits from memory, hits before misses and short before long in each batch (SCF,
     thesis 6.1.1); misses and stale entries go to CacheMiss.
@@ -253,6 +258,7 @@ class PageCacheStage(seda.EventHandler):
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
+        self.own = ctx.stage.sink
 
     def _unpublish(self, key: str) -> ReadyAnswer | None:
         # A cache key is a request's raw path, so it equals the raw target of exactly the plain
@@ -279,9 +285,13 @@ class PageCacheStage(seda.EventHandler):
         self._publish(entry, self._unpublish(entry.key))
 
     def _publish(self, entry: Entry, served: ReadyAnswer | None) -> None:
-        """Publish the entry's answer until its next recheck; credit what the last one served."""
+        """Publish the entry's answer until its next recheck, and for one period more while
+        the first request past it has it rechecked (``_Due``): as ``_stale`` serves the entry,
+        without the request coming here. Credit what the last answer served."""
+        recheck = self.options.recheck
         self.answers[entry.key.encode("latin-1")] = ReadyAnswer(
-            entry.ok, entry.checked + self.options.recheck)
+            entry.ok, entry.checked + recheck,
+            renew=functools.partial(self.own.enqueue_lossy, _Due(entry)), grace=recheck)
         if served is not None:
             self.cache.credit(entry.key, served.hits)
 
@@ -339,13 +349,15 @@ class PageCacheStage(seda.EventHandler):
             if kind is _Loaded:
                 self._keep(ev.entry)
                 continue
-            if kind is _Fresh or kind is _Gone:
+            if kind is _Fresh or kind is _Gone or kind is _Due:
                 held = cache.entries.get(ev.entry.key)
                 if held is not None and held[0] is ev.entry:   # not replaced meanwhile
                     if kind is _Fresh:
                         self._renew(ev.entry, now)
-                    else:
+                    elif kind is _Gone:
                         cache.remove(ev.entry.key)
+                    else:
+                        self._stale(ev.entry, now)
                 continue
             if ev.method not in _GET_HEAD:
                 ev.respond(responses.method_not_allowed(_GET_HEAD))

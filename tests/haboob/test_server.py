@@ -218,6 +218,35 @@ NOWAIT = pytest.mark.skipif(open_nowait(__file__) is None,
 
 
 @NOWAIT
+def test_a_file_in_use_is_renewed_with_no_request_sent_the_slow_way(site):
+    """Past its recheck a file's ready answer goes on answering while the page cache renews
+    it, told by the HTTP stage (``_Due``): its requests never come to the page cache."""
+    from haboob.server import _Due
+
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=0.2)).address
+    stage = rt.stage("haboob.cache")
+    handler, handle = stage.handler, stage.handle_batch
+    renewals = []                           # per renewal: whether only _Due events were handled
+
+    def watched(events):
+        held = handler.cache.entries.get("/index.html")
+        checked = held and held[0].checked
+        handle(events)
+        held = handler.cache.entries.get("/index.html")
+        if checked and held and held[0].checked > checked:
+            renewals.append(all(type(ev) is _Due for ev in events))
+
+    stage.handle_batch = watched
+    rt.start()
+    try:
+        until(lambda: fetch(address, "/index.html")[1] == b"<h1>home</h1>" and any(renewals),
+              "the file in use was never renewed on the HTTP stage's word")
+    finally:
+        rt.stop()
+
+
+@NOWAIT
 def test_misses_and_rechecks_the_kernel_has_cached_stay_on_the_loop(site):
     """A file just written has its path and pages in the kernel's caches: it is loaded, and
     rechecked, by the page cache stage itself, and CacheMiss's threads never hear of it."""

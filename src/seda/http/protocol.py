@@ -641,7 +641,7 @@ class ServerProtocol:
                 heads[head] = (url, self._version)
             return True                        # (if it said close, _complete closes)
         ready = self.answers.get(url)  # type: ignore[union-attr]  # _plain implies answers
-        if ready is None or self._now >= ready.fresh_until:
+        if ready is None or (self._now >= ready.fresh_until and ready.lapsed(self._now)):
             return False
         # fresh, but answers are owed before it (or the access log wants its request)
         ready.hits += 1
@@ -662,8 +662,8 @@ class ServerProtocol:
         kept in ``heads`` (``receive``) as for one just parsed (``_answer_ready``)."""
         ready = self.answers.get(target)  # type: ignore[union-attr]  # only with answers
         # (once the server stops, the client side is DONE: no head is looked up)
-        if (ready is None or self._now >= ready.fresh_until or self.next_seq != self.send_seq
-                or self.server is not IDLE or self.log):
+        if (ready is None or (self._now >= ready.fresh_until and ready.lapsed(self._now))
+                or self.next_seq != self.send_seq or self.server is not IDLE or self.log):
             return False
         self._version = version
         ready.hits += 1

@@ -85,6 +85,40 @@ def test_other_requests_go_to_the_application(served, request_line, headers):
     assert len(app.seen) == 1 and answers[b"/a"].hits == answers[b"/old"].hits == 0
 
 
+def test_an_answer_due_for_renewal_answers_on_while_its_owner_renews_it(served):
+    address, app, answers, log = served
+    asked = []
+    now = time.monotonic()
+    answers[b"/due"] = ReadyAnswer(READY, now - 1, renew=lambda: asked.append("/due"), grace=60)
+    answers[b"/lapsed"] = ReadyAnswer(READY, now - 2, renew=lambda: asked.append("/lapsed"),
+                                      grace=1)
+    get = b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+    out = raw(address, get % b"/due" + get % b"/due" + get % b"/lapsed")
+    assert bodies(out) == [b"ready", b"ready", b"app /lapsed"]   # past its grace: the app
+    assert asked == ["/due"]                 # once, however many requests find it due
+    assert answers[b"/due"].hits == 2 and app.seen == ["GET /lapsed"]
+    assert len(log.wait(3)) == 3
+
+
+def test_a_kept_head_due_for_renewal_is_answered_at_once(rt):
+    """Without an access log the answer goes at once, and the same head is kept: the due
+    answer is given from there too."""
+    asked = []
+    answers = {b"/a": ReadyAnswer(READY, time.monotonic() - 1, renew=lambda: asked.append(1),
+                                  grace=60)}
+    app = App()
+    rt.add_stage("app", app)
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app"), answers=answers).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as s:
+        for _ in range(3):
+            s.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while not data.endswith(b"ready"):
+                data += s.recv(4096)
+    assert asked == [1] and answers[b"/a"].hits == 3 and not app.seen
+
+
 def test_http10_gets_the_answer_and_a_close(served):
     address, app, answers, _ = served
     out = raw(address, b"GET /a HTTP/1.0\r\n\r\n")
