@@ -76,6 +76,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("cache_policy", text,
             f"page cache replacement: lru, lfu or gds (default {Options.cache_policy})",
             "POLICY"),
+    Setting("recheck", seconds_or_off, "trust a cached file this long before looking whether "
+            "it changed on disk (nginx's open_file_cache_valid); a file in use goes on being "
+            "served for one more period while it is looked at; 0: look on every request "
+            f"(default {Options.recheck:g})", "SECONDS"),
     Setting("threads", whole, f"most threads per WSGI application and for disk reads "
             f"(default {Options.threads})", "N"),
     Setting("tasks", whole, "most requests in flight per ASGI application; more wait in its "

@@ -42,19 +42,24 @@ def test_limits_and_timeouts_are_settings(site):
     options, _ = parse(["--root", str(site), "--max-body", "15M", "--max-request-line", "4K",
                            "--max-header-bytes", "32768", "--max-headers", "50",
                            "--keepalive-timeout", "2.5", "--response-timeout", "120",
-                           "--graceful-timeout", "90", "--underscore-headers"])
+                           "--graceful-timeout", "90", "--underscore-headers",
+                           "--recheck", "60"])
     assert options.limits == Limits(max_body=15 * 2**20, max_request_line=4096,
                                     max_header_bytes=32768, max_headers=50,
                                     keepalive_timeout=2.5, response_timeout=120)
     assert options.graceful_timeout == 90 and options.underscore_headers
+    assert options.recheck == 60
     defaults, _ = parse(["--root", str(site)])
     assert defaults.limits == Limits() and defaults.limits.max_body == 2**30
+    assert defaults.recheck == 1.0
+    assert parse(["--root", str(site), "--recheck", "0"])[0].recheck == 0
 
 
 @pytest.mark.parametrize("args, message", [
     (["--max-body", "lots"], "is not a size"), (["--max-body", "0"], "must be > 0"),
     (["--keepalive-timeout", "-1"], "seconds must be > 0"),
     (["--graceful-timeout", "soon"], "is not a number of seconds"),
+    (["--recheck", "-1"], "seconds must be >= 0"),
     (["--access-log", "/no/such/dir/access.log"], "cannot write the access log"),
 ])
 def test_bad_settings_say_what_is_wrong(site, args, message):
