@@ -179,23 +179,30 @@ ASGI2_APP = textwrap.dedent("""
 """)
 
 
-def test_an_asgi2_application_is_served_with_interface_asgi2(tmp_path):
-    (tmp_path / "asgi2app.py").write_text(ASGI2_APP)
-    proc = haboob("asgi2app:App", "--interface", "asgi2", "--bind", "127.0.0.1:0",
-                  cwd=tmp_path)
+def served_once(tmp_path, path: str, *args: str) -> tuple[int, bytes]:
+    """Start haboob with ``args`` in ``tmp_path``, GET ``path`` and stop it (it must exit with
+    0): the response's status and body."""
+    proc = haboob(*args, "--bind", "127.0.0.1:0", cwd=tmp_path)
     try:
         port = served_port(proc)
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
-        c.request("GET", "/hello")
+        c.request("GET", path)
         r = c.getresponse()
-        assert (r.status, r.read()) == (200, b"asgi2 at /hello")
+        answer = r.status, r.read()
         c.close()
         proc.terminate()
         assert proc.wait(WAIT) == 0
+        return answer
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_an_asgi2_application_is_served_with_interface_asgi2(tmp_path):
+    (tmp_path / "asgi2app.py").write_text(ASGI2_APP)
+    assert served_once(tmp_path, "/hello", "asgi2app:App", "--interface", "asgi2") == \
+        (200, b"asgi2 at /hello")
 
 
 FREEZE_APP = textwrap.dedent("""
@@ -210,20 +217,8 @@ FREEZE_APP = textwrap.dedent("""
 
 def test_what_was_loaded_before_serving_is_out_of_the_collectors_sight(tmp_path):
     (tmp_path / "freezeapp.py").write_text(FREEZE_APP)
-    proc = haboob("freezeapp:app", "--bind", "127.0.0.1:0", cwd=tmp_path)
-    try:
-        port = served_port(proc)
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
-        c.request("GET", "/")
-        frozen = int(c.getresponse().read())
-        c.close()
-        assert frozen > 1000                 # the application's rows and the imports
-        proc.terminate()
-        assert proc.wait(WAIT) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    status, frozen = served_once(tmp_path, "/", "freezeapp:app")
+    assert status == 200 and int(frozen) > 1000   # the application's rows and the imports
 
 
 FAILING_STARTUP = textwrap.dedent("""
