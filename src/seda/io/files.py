@@ -66,6 +66,9 @@ def _openat2() -> Any:
     except (OSError, AttributeError):
         return None
     call.restype = ctypes.c_long
+    # (declared, so that ctypes converts plain ints without a c_long made per call)
+    call.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_char_p, ctypes.c_void_p,
+                     ctypes.c_size_t]
     return call
 
 
@@ -83,6 +86,11 @@ _NO_OPEN_NOWAIT = {errno.EAGAIN, errno.ENOSYS, errno.EINVAL, errno.E2BIG, errno.
 OPEN_TO_READ = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 
+# openat2's arguments for OPEN_TO_READ, made once: the page cache opens with them on every miss
+# and every recheck (the kernel only reads them)
+_TO_READ = _OpenHow(OPEN_TO_READ | os.O_CLOEXEC, 0, _RESOLVE_CACHED)
+
+
 def open_nowait(path: str, flags: int = OPEN_TO_READ) -> int | None:
     """A descriptor for ``path`` (``flags`` | O_CLOEXEC) if the kernel resolves the path from
     its caches alone, without reading the disk; None if it would have to (or cannot tell), in
@@ -90,10 +98,10 @@ def open_nowait(path: str, flags: int = OPEN_TO_READ) -> int | None:
     ``os.open`` would (FileNotFoundError...)."""
     if _syscall is None:
         return None
-    how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_CACHED)
-    fd = _syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(_AT_FDCWD),
-                  ctypes.c_char_p(os.fsencode(path)), ctypes.byref(how),
-                  ctypes.c_size_t(ctypes.sizeof(how)))
+    how = _TO_READ if flags == OPEN_TO_READ else _OpenHow(flags | os.O_CLOEXEC, 0,
+                                                          _RESOLVE_CACHED)
+    fd = _syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.addressof(how),
+                  ctypes.sizeof(how))
     if fd >= 0:
         return int(fd)
     code = ctypes.get_errno()
