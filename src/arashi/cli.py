@@ -273,7 +273,8 @@ def _serve(args: argparse.Namespace) -> None:
     except RuntimeError as exc:                # --redis: Redis out of reach
         service.close()
         raise Failure(str(exc)) from None
-    gc.freeze()                                # as Haboob's: full collections skip the imports
+    gc.collect()                               # as Haboob's: full collections skip the
+    gc.freeze()                                # imports (their garbage collected first)
     try:
         if worker:
             os.write(args.ready_fd, b"1")

@@ -146,6 +146,8 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
     # What the imports and the applications' startup made lives as long as the process: out
     # of the collector's sight, a full collection walks only what serving made. With Django
     # and Flask loaded, one took 40 ms, every thread stopped (the GIL is held throughout).
+    # Collected first: the garbage of the startup, frozen, would never be.
+    gc.collect()
     gc.freeze()
     try:
         if worker:

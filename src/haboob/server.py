@@ -228,7 +228,14 @@ class _Recheck(_Loaded):
 
 
 class _Fresh(_Loaded):
-    """CacheMiss -> PageCache: the file is as cached; trust the entry for another period."""
+    """CacheMiss -> PageCache: the file is as cached at ``checked`` (when CacheMiss looked);
+    trust the entry for another period from then."""
+
+    __slots__ = ("checked",)
+
+    def __init__(self, entry: Entry, checked: float) -> None:
+        super().__init__(entry)
+        self.checked = checked
 
 
 class _Gone(_Loaded):
@@ -279,9 +286,10 @@ class PageCacheStage(seda.EventHandler):
         if self.cache.put(entry.key, entry, entry.size):
             self._publish(entry, served)
 
-    def _renew(self, entry: Entry, now: float) -> None:
-        """The file has not changed: trust the entry, and its ready answer, another period."""
-        entry.checked, entry.rechecking = now, False
+    def _renew(self, entry: Entry, checked: float) -> None:
+        """The file had not changed when looked at, at ``checked``: trust the entry, and its
+        ready answer, another period from then."""
+        entry.checked, entry.rechecking = checked, False
         self._publish(entry, self._unpublish(entry.key))
 
     def _publish(self, entry: Entry, served: ReadyAnswer | None) -> None:
@@ -353,10 +361,10 @@ class PageCacheStage(seda.EventHandler):
                 held = cache.entries.get(ev.entry.key)
                 if held is not None and held[0] is ev.entry:   # not replaced meanwhile
                     if kind is _Fresh:
-                        self._renew(ev.entry, now)
+                        self._renew(ev.entry, ev.checked)
                     elif kind is _Gone:
                         cache.remove(ev.entry.key)
-                    else:
+                    elif now - ev.entry.checked > self.options.recheck:  # (not renewed since)
                         self._stale(ev.entry, now)
                 continue
             if ev.method not in _GET_HEAD:
@@ -434,7 +442,7 @@ class CacheMiss(seda.EventHandler):
     def _recheck(self, entry: Entry) -> None:
         """Tell PageCache whether a cached file is unchanged, changed (read it again) or
         gone: the same resolution as a request's, so a file moved out of reach goes too."""
-        options = self.options
+        options, looked = self.options, time.monotonic()
         try:
             kind, path = resolve(options.root, entry.key, allow_outside=options.allow_outside)
             st = os.stat(path)
@@ -443,7 +451,7 @@ class CacheMiss(seda.EventHandler):
         if kind != "file" or path != entry.path or st.st_size > options.max_entry:
             self.cache.enqueue_lossy(_Gone(entry))
         elif etag(st) == entry.etag:
-            self.cache.enqueue_lossy(_Fresh(entry))
+            self.cache.enqueue_lossy(_Fresh(entry, looked))
         else:
             try:
                 with open(path, "rb") as f:

@@ -31,6 +31,7 @@ from .values import (
     mount,
     seconds,
     seconds_or_off,
+    seconds_or_zero,
     size,
     text,
     whole,
@@ -76,7 +77,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("cache_policy", text,
             f"page cache replacement: lru, lfu or gds (default {Options.cache_policy})",
             "POLICY"),
-    Setting("recheck", seconds_or_off, "trust a cached file this long before looking whether "
+    Setting("recheck", seconds_or_zero, "trust a cached file this long before looking whether "
             "it changed on disk (nginx's open_file_cache_valid); a file in use goes on being "
             "served for one more period while it is looked at; 0: look on every request "
             f"(default {Options.recheck:g})", "SECONDS"),

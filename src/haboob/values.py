@@ -66,6 +66,14 @@ def seconds_or_off(value: Any) -> float:
     return result
 
 
+def seconds_or_zero(value: Any) -> float:
+    """Seconds >= 0, where 0 is a time like any other (no wait at all)."""
+    result = _number(value, "a number of seconds")
+    if result < 0:
+        raise ValueError(f"{value!r}: seconds must be >= 0")
+    return result
+
+
 def milliseconds(value: Any) -> float:
     """Milliseconds > 0, as seconds."""
     result = _number(value, "a number of milliseconds")

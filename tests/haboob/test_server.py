@@ -188,29 +188,51 @@ def test_an_unchanged_file_is_renewed_and_a_deleted_one_forgotten(site):
         rt.stop()
 
 
+class Recorder:
+    """A sink that keeps what it is given."""
+
+    def __init__(self):
+        self.events = []
+
+    def enqueue_lossy(self, ev):
+        self.events.append(ev)
+        return True
+
+
 def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site, monkeypatch):
     import haboob.server
     monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: None)   # the kernel must
     #                                                                           read the disk
-
-    class Sink:
-        def __init__(self):
-            self.events = []
-
-        def enqueue_lossy(self, ev):
-            self.events.append(ev)
-            return True
-
     from haboob.server import Entry, PageCacheStage
 
     stage = PageCacheStage(Options(root=str(site), recheck=1.0), {})
-    stage.miss = Sink()
+    stage.miss = Recorder()
     path = site / "index.html"
     entry = Entry("/index.html", str(path), path.stat(), path.read_bytes())
     now = entry.checked + 1.5                   # due for its recheck, within one more period
     assert stage._stale(entry, now) is entry and stage._stale(entry, now) is entry
     assert len(stage.miss.events) == 1          # one recheck, however many requests
     assert stage._stale(entry, entry.checked + 2.5) is None   # too old: wait for the disk
+
+
+def test_a_recheck_counts_from_when_the_file_was_looked_at_and_once(site, monkeypatch):
+    """CacheMiss's answer renews the entry from when it looked (not from when the answer came
+    back); a _Due for an entry renewed meanwhile looks at nothing."""
+    import haboob.server
+    from haboob.server import Entry, PageCacheStage, _Due, _Fresh
+
+    looks = []
+    monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: looks.append(a))
+    stage = PageCacheStage(Options(root=str(site), recheck=1.0), {})
+    stage.own = stage.miss = Recorder()
+    path = site / "index.html"
+    entry = Entry("/index.html", str(path), path.stat(), path.read_bytes())
+    stage.cache.put(entry.key, entry, entry.size)
+    looked = entry.checked + 5.0
+    stage.handle_events([_Fresh(entry, looked)])
+    assert entry.checked == looked
+    stage.handle_events([_Due(entry)])          # due by the clock of its answer, not now
+    assert not looks and entry.checked == looked and not stage.miss.events
 
 
 NOWAIT = pytest.mark.skipif(open_nowait(__file__) is None,

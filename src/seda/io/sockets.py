@@ -146,10 +146,11 @@ class Connection:
         self.written += len(data)              # (less what the kernel does not take: _rest)
         try:                                   # (_send, inlined: one call less per answer)
             if self.tls is not None:
-                data = self.tls.send(data)
-            n = self.sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            n = 0
+                data = self.tls.send(data)     # (before the inner try: only ciphertext waits)
+            try:
+                n = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                n = 0
         except OSError as exc:
             self._teardown(exc)
             return False
