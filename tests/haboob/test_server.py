@@ -188,8 +188,8 @@ def test_an_unchanged_file_is_renewed_and_a_deleted_one_forgotten(site):
         rt.stop()
 
 
-class Recorder:
-    """A sink that keeps what it is given."""
+class LossySink:
+    """A sink that keeps what it is given (enqueue_lossy only)."""
 
     def __init__(self):
         self.events = []
@@ -206,7 +206,7 @@ def test_a_stale_entry_is_served_while_one_recheck_is_under_way(site, monkeypatc
     from haboob.server import Entry, PageCacheStage
 
     stage = PageCacheStage(Options(root=str(site), recheck=1.0), {})
-    stage.miss = Recorder()
+    stage.miss = LossySink()
     path = site / "index.html"
     entry = Entry("/index.html", str(path), path.stat(), path.read_bytes())
     now = entry.checked + 1.5                   # due for its recheck, within one more period
@@ -224,7 +224,7 @@ def test_a_recheck_counts_from_when_the_file_was_looked_at_and_once(site, monkey
     looks = []
     monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: looks.append(a))
     stage = PageCacheStage(Options(root=str(site), recheck=1.0), {})
-    stage.own = stage.miss = Recorder()
+    stage.own = stage.miss = LossySink()
     path = site / "index.html"
     entry = Entry("/index.html", str(path), path.stat(), path.read_bytes())
     stage.cache.put(entry.key, entry, entry.size)
