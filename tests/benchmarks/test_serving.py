@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import pytest
 
-from benchmarks.serving import free_port, server
+from benchmarks.serving import cpu_seconds, free_port, server
 
 
 def test_a_server_that_exits_is_reported_with_what_it_wrote():
@@ -15,3 +17,11 @@ def test_a_server_that_exits_is_reported_with_what_it_wrote():
     with pytest.raises(RuntimeError, match=r"did not start \(exited\): cannot bind: in use"), \
             server(failing, free_port()):
         pass
+
+
+def test_cpu_seconds_counts_what_a_process_has_computed():
+    before = cpu_seconds(os.getpid())
+    deadline = time.process_time() + 0.1
+    while time.process_time() < deadline:          # a tenth of a second of work
+        pass
+    assert 0.05 <= cpu_seconds(os.getpid()) - before <= 5.0
