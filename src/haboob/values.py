@@ -60,17 +60,19 @@ def seconds(value: Any) -> float:
 
 def seconds_or_off(value: Any) -> float:
     """Seconds >= 0, where 0 turns off what they time."""
-    result = _number(value, "a number of seconds (0: off)")
-    if result < 0:
-        raise ValueError(f"{value!r}: seconds must be >= 0 (0: off)")
-    return result
+    return _seconds_from_zero(value, " (0: off)")
 
 
 def seconds_or_zero(value: Any) -> float:
     """Seconds >= 0, where 0 is a time like any other (no wait at all)."""
-    result = _number(value, "a number of seconds")
+    return _seconds_from_zero(value, "")
+
+
+def _seconds_from_zero(value: Any, zero: str) -> float:
+    """Seconds >= 0; ``zero`` says in messages what 0 means, if it means more than none."""
+    result = _number(value, f"a number of seconds{zero}")
     if result < 0:
-        raise ValueError(f"{value!r}: seconds must be >= 0")
+        raise ValueError(f"{value!r}: seconds must be >= 0{zero}")
     return result
 
 

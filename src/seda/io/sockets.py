@@ -143,21 +143,12 @@ class Connection:
             self.enqueue(data)
             return False
         self.queued += len(data)
-        self.written += len(data)              # (less what the kernel does not take: _rest)
-        try:                                   # (_send, inlined: one call less per answer)
-            if self.tls is not None:
-                data = self.tls.send(data)     # (before the inner try: only ciphertext waits)
-            try:
-                n = self.sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                n = 0
+        self.written += len(data)              # (less what the kernel does not take: _send)
+        try:
+            return self._send(data)
         except OSError as exc:
             self._teardown(exc)
             return False
-        if n < len(data):
-            self._rest(data, n)
-            return False
-        return True
 
     def enqueue_many(self, items: Iterable[Any]) -> None:
         """All of ``items`` or none of them."""
@@ -367,15 +358,11 @@ class Connection:
         except (BlockingIOError, InterruptedError):
             n = 0
         if n < len(data):
-            self._rest(data, n)
+            self._buffer = memoryview(data)[n:]
+            self.written -= len(data) - n
+            self._watch_writes(True)
             return False
         return True
-
-    def _rest(self, data: bytes, n: int) -> None:
-        """The kernel took only ``n`` bytes of ``data``: the rest waits for writability."""
-        self._buffer = memoryview(data)[n:]
-        self.written -= len(data) - n
-        self._watch_writes(True)
 
     def _send_buffer(self) -> bool:
         """Continue a partial send; True once nothing is left over."""
