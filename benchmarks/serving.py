@@ -15,12 +15,21 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def cpu_seconds(pid: int) -> float:
-    """User and system CPU time process ``pid`` has used so far (its threads' included): read
-    before and after a run, the work per request, which a shared machine's noise moves far
-    less than the requests per second."""
+    """User and system CPU time process ``pid`` and its live children (a gunicorn's workers)
+    have used so far, threads included: read before and after a run, the work per request,
+    which a shared machine's noise moves far less than the requests per second."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()   # (the name may hold spaces)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(child) for child in f.read().split()]
+    except OSError:                                     # gone, or no such file here
+        children = []
+    for child in children:
+        with contextlib.suppress(OSError):             # (it may have exited meanwhile)
+            total += cpu_seconds(child)
+    return total
 
 
 def free_port() -> int:
