@@ -34,8 +34,10 @@ log = logging.getLogger("seda")
 # call over many hops, few enough that sockets are never starved by busy stages.
 BUDGET = 64
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+# Edge-triggered readers hear of the peer's FIN too (EPOLLRDHUP): see ``_run``.
+_IN_EDGE = _IN | select.EPOLLET | select.EPOLLRDHUP
+_ENDED = select.EPOLLRDHUP | select.EPOLLERR | select.EPOLLHUP
 _popleft = deque.popleft
-_MASKS = (_IN, _OUT)
 _IN_ERR = _IN | select.EPOLLERR | select.EPOLLHUP
 _OUT_ERR = _OUT | select.EPOLLERR | select.EPOLLHUP
 # One batch in SAMPLE_EVERY of each stage (its first among them) is timed for that stage's
@@ -204,6 +206,7 @@ class EventLoop:
         self._epoll = select.epoll()
         # fd -> [reader, writer] callbacks
         self._watched: dict[int, list[Callable[[], None] | None]] = {}
+        self._edge: set[int] = set()   # fds whose reader is edge-triggered (add_reader)
         # called after each round of readiness callbacks that had any (see after_poll)
         self._after_poll: list[Callable[[], None]] = []
         self.sleeping = False        # blocked in select(): cross-thread work must wake it
@@ -277,10 +280,21 @@ class EventLoop:
         they collected there, once per round (loop thread only)."""
         self._after_poll.append(fn)
 
-    def add_reader(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable.
+    def add_reader(self, fileobj: FileDescriptorLike, callback: Callable[[], None], *,
+                   edge: bool = False) -> None:
+        """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable; with
+        ``edge``, only when new data arrives (EPOLLET), not in every round while data is left
+        unread: the reader then reads all there is, or calls ``rearm`` when it stops short.
+        Edge-triggered readers are reported in the order their data came, so a connection whose
+        request came late in one round is first in the next, as with nginx: level-triggered,
+        it would be put back behind those the kernel just reported, and wait a round longer.
         Selector registration belongs to the loop thread: from elsewhere use ``call_soon``."""
-        self._watch(fileobj, 0, callback)
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        if edge:
+            self._edge.add(fd)
+        else:
+            self._edge.discard(fd)
+        self._watch(fd, 0, callback)
 
     def add_writer(self, fileobj: FileDescriptorLike, callback: Callable[[], None]) -> None:
         self._watch(fileobj, 1, callback)
@@ -291,10 +305,19 @@ class EventLoop:
     def remove_writer(self, fileobj: FileDescriptorLike) -> None:
         self._watch(fileobj, 1, None)
 
+    def rearm(self, fd: int) -> None:
+        """The edge-triggered reader of ``fd`` stopped before the kernel had nothing more to
+        give (a full buffer): look again, and report it in the next round if data is left.
+        Nothing if it no longer reads (paused: resuming looks again)."""
+        callbacks = self._watched.get(fd)
+        if callbacks is not None and callbacks[0] is not None:
+            self._epoll.modify(fd, self._mask(fd, callbacks))
+
     def unwatch(self, fileobj: FileDescriptorLike) -> None:
         """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and
         then its writer takes two."""
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        self._edge.discard(fd)
         if self._watched.pop(fd, None) is not None:
             with contextlib.suppress(OSError):   # already closed: the kernel forgot it
                 self._epoll.unregister(fd)
@@ -307,16 +330,25 @@ class EventLoop:
             if callback is not None:
                 callbacks = self._watched[fd] = [None, None]
                 callbacks[slot] = callback
-                self._epoll.register(fd, _MASKS[slot])
+                self._epoll.register(fd, self._mask(fd, callbacks))
             return
         callbacks[slot] = callback
-        mask = (_IN if callbacks[0] else 0) | (_OUT if callbacks[1] else 0)
-        if mask:
-            self._epoll.modify(fd, mask)
+        if callbacks[0] or callbacks[1]:
+            self._epoll.modify(fd, self._mask(fd, callbacks))
         else:
             del self._watched[fd]
+            self._edge.discard(fd)
             with contextlib.suppress(OSError):   # already closed: the kernel forgot it
                 self._epoll.unregister(fd)
+
+    def _mask(self, fd: int, callbacks: list[Callable[[], None] | None]) -> int:
+        """What epoll watches ``fd`` for. With a writer, level-triggered for both: the write
+        path counts on being told again while the socket can take more. (Each change of mask
+        makes the kernel look again, so an edge-triggered reader misses nothing across it.)"""
+        reader, writer = callbacks
+        if writer is None:
+            return _IN_EDGE if fd in self._edge else _IN
+        return (_IN | _OUT) if reader else _OUT
 
     def _drain_wakeups(self) -> None:
         try:
@@ -329,7 +361,7 @@ class EventLoop:
 
     def _run(self) -> None:
         ready, callbacks = self.ready, self.callbacks
-        poll, watched = self._epoll.poll, self._watched
+        poll, watched, edge = self._epoll.poll, self._watched, self._edge
         clock = time.perf_counter
         cursor = Cursor()
         thread_cursor.set(cursor)
@@ -396,6 +428,11 @@ class EventLoop:
                     # errors and hang-ups wake the reader: its recv says what happened
                     if mask & _IN_ERR and reader is not None:
                         reader()
+                        if mask & _ENDED and fd in edge:
+                            # The peer has finished (or failed) after what it sent: a read
+                            # takes the data, and no new edge would tell of the end behind
+                            # it. Reported again next round, it is read after the data.
+                            self.rearm(fd)
                     if mask & _OUT_ERR and writer is not None and handlers[1] is writer:
                         writer()
                 except Exception:

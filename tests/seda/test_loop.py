@@ -149,6 +149,57 @@ def test_sockets_are_served_in_the_order_they_became_ready(rt):
             right.close()
 
 
+def test_an_edge_triggered_reader_hears_of_new_data_once_in_the_order_it_came(rt):
+    """Data left unread is not reported again round after round (level-triggered, it would
+    be, in the order of the last report): only new data is, first come first served. What a
+    reader left behind is reported again once it asks (``rearm``)."""
+    rt.start()
+    pairs = {name: socket.socketpair() for name in "ab"}
+    heard: list[str] = []
+    cond = threading.Condition()
+
+    def readable(name):
+        def callback():                        # reads nothing: the data stays
+            with cond:
+                heard.append(name)
+                cond.notify_all()
+        return callback
+
+    def heard_after(action, count):
+        with cond:
+            action()
+            assert cond.wait_for(lambda: len(heard) >= count, WAIT), heard
+            return list(heard)
+
+    def rounds_pass(n):                        # n rounds of the loop, each after a wake-up
+        for _ in range(n):
+            passed = threading.Event()
+            rt.loop.call_soon_threadsafe(passed.set)
+            assert passed.wait(WAIT)
+
+    def watch():
+        for name, (left, _) in pairs.items():
+            rt.loop.add_reader(left, readable(name), edge=True)
+
+    try:
+        rt.loop.call_soon_threadsafe(watch)
+        rounds_pass(1)
+        assert heard_after(lambda: (pairs["a"][1].send(b"x"), pairs["b"][1].send(b"x")), 2) \
+            == ["a", "b"]
+        rounds_pass(5)
+        assert heard == ["a", "b"]             # unread, and not told again
+        assert heard_after(lambda: (pairs["b"][1].send(b"y"), pairs["a"][1].send(b"y")), 4) \
+            == ["a", "b", "b", "a"]
+        assert heard_after(lambda: rt.loop.call_soon_threadsafe(
+            rt.loop.rearm, pairs["a"][0].fileno()), 5) == ["a", "b", "b", "a", "a"]
+        rounds_pass(5)
+        assert len(heard) == 5
+    finally:
+        for left, right in pairs.values():
+            left.close()
+            right.close()
+
+
 def test_a_failing_callback_does_not_stop_the_loop(rt, caplog):
     end = Recorder()
     rt.add_stage("end", end, blocking=False)

@@ -214,7 +214,7 @@ class Connection:
 
     def resume_reading(self) -> None:
         if not self.closed and self._reader is not None:
-            self._layer.loop.add_reader(self.fd, self._reader)
+            self._layer.loop.add_reader(self.fd, self._reader, edge=True)
 
     def _receive(self) -> bytes | None:
         """Read once: the bytes for the owner (``b""`` once a half-closing peer has stopped
@@ -228,6 +228,10 @@ class Connection:
         except OSError as exc:
             self._teardown(exc)
             return None
+        if len(data) == READ_SIZE:
+            # The reader is edge-triggered: told of new data, not of data left. One read per
+            # turn keeps connections fair, so ask to be told again of what this one left.
+            self._layer.loop.rearm(self.fd)
         if self.lingering:                     # input after our last byte: discard it
             if not data:
                 self._teardown()
@@ -781,7 +785,7 @@ class SocketLayer:
         """TCP is up: watch for reads, and announce it (after the handshake, with TLS)."""
         # the loop's readiness callback: a C append, no Python frame (see _queue_reads)
         conn._reader = functools.partial(self._readable.append, conn)
-        self.loop.add_reader(conn.fd, conn._reader)
+        self.loop.add_reader(conn.fd, conn._reader, edge=True)   # (see _receive)
         if options.get("ssl") is not None:
             conn.tls = TLSSession(options["ssl"], server_side, options.get("server_hostname"))
             if not server_side:

@@ -162,6 +162,39 @@ def test_peer_close_is_reported(echo):
     assert [type(e) for e in handler.events] == [Connected, Closed]
 
 
+@pytest.mark.parametrize("half_close", [False, True])
+def test_what_a_peer_sends_just_before_it_closes_arrives_and_then_the_close(rt, half_close):
+    """Data and the peer's FIN that arrive together are one readiness edge: the close behind
+    the data is still read, after it (sockets are watched edge-triggered)."""
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"),
+                                         half_close=half_close)
+    rt.start()
+    c = socket.create_connection(listener.address, timeout=WAIT)
+    seen.wait(1)                               # Connected: the socket is watched
+    hold, held = threading.Event(), threading.Event()
+
+    def stall():                               # the loop waits while both arrive
+        held.set()
+        hold.wait(WAIT)
+
+    rt.loop.call_soon_threadsafe(stall)
+    assert held.wait(WAIT)
+    c.sendall(b"last words")
+    c.shutdown(socket.SHUT_WR)
+    hold.set()
+    events = seen.wait(3)
+    assert [type(e) for e in events] == [Connected, Packet, Packet if half_close else Closed]
+    assert events[1].data == b"last words"
+    if half_close:                             # the end of input; the connection stays
+        assert events[2].data == b""
+        events[2].conn.enqueue(b"reply")
+        events[2].conn.close()
+        assert recv_exactly(c, 10) == b"reply"
+    c.close()
+
+
 def test_file_segments_go_out_with_sendfile_and_writes_are_confirmed(rt, tmp_path):
     seen = Recorder()
     rt.add_stage("owner", seen, blocking=False)
