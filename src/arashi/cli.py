@@ -268,13 +268,14 @@ def _serve(args: argparse.Namespace) -> None:
     except BaseException:
         rt.stop()
         raise
-    try:
-        rt.start()
+    gc.collect()                               # as Haboob's: full collections skip the
+    try:                                       # imports (their garbage collected first,
+        rt.start()                             # before the loop serves anyone)
     except RuntimeError as exc:                # --redis: Redis out of reach
         service.close()
         raise Failure(str(exc)) from None
-    gc.collect()                               # as Haboob's: full collections skip the
-    gc.freeze()                                # imports (their garbage collected first)
+    gc.collect(1)                              # what the start made and dropped
+    gc.freeze()
     try:
         if worker:
             os.write(args.ready_fd, b"1")

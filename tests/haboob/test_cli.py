@@ -207,6 +207,12 @@ def test_an_asgi2_application_is_served_with_interface_asgi2(tmp_path):
 
 FREEZE_APP = textwrap.dedent("""
     import gc
+    import weakref
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
     made = {}
 
     async def app(scope, receive, send):
@@ -215,20 +221,27 @@ FREEZE_APP = textwrap.dedent("""
                 message = await receive()
                 if message["type"] == "lifespan.startup":
                     made["rows"] = [{"row": i} for i in range(1000)]   # kept from its start
+                    made["garbage"] = weakref.ref(Cycle())   # dropped: only a collection frees it
                     await send({"type": "lifespan.startup.complete"})
                 else:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         rows = made["rows"]
         tracked = any(o is rows for o in gc.get_objects())   # (frozen ones are not listed)
+        left = made["garbage"]() is not None
         await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"tracked" if tracked else b"frozen"})
+        await send({"type": "http.response.body",
+                    "body": b"%s, %s" % (b"tracked" if tracked else b"frozen",
+                                         b"garbage kept" if left else b"garbage collected")})
 """)
 
 
 def test_what_the_application_made_at_startup_is_out_of_the_collectors_sight(tmp_path):
+    """Kept, it is frozen (full collections skip it); dropped, it was collected first (frozen,
+    it never would be)."""
     (tmp_path / "freezeapp.py").write_text(FREEZE_APP)
-    assert served_once(tmp_path, "/", "freezeapp:app") == (200, b"frozen")
+    assert served_once(tmp_path, "/", "freezeapp:app") == \
+        (200, b"frozen, garbage collected")
 
 
 FAILING_STARTUP = textwrap.dedent("""
