@@ -16,6 +16,7 @@ import os
 import time
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
+from urllib.parse import unquote
 
 import seda
 from seda.control import ResponseTimeBound, ThreadPoolController
@@ -48,6 +49,7 @@ from .static import (
     etag,
     last_modified,
     open_cached,
+    open_root,
     precondition_failed,
     resolve,
 )
@@ -101,13 +103,16 @@ def admission(options: Options) -> Any:
 class Entry:
     """A cached file: its validators and its 200 and 304 responses, prepared once."""
 
-    __slots__ = ("body", "checked", "ctype", "etag", "key", "modified", "mtime", "not_modified",
-                 "ok", "path", "rechecking", "size")
+    __slots__ = ("body", "checked", "ctype", "etag", "file", "key", "modified", "mtime",
+                 "not_modified", "ok", "rechecking", "size")
 
     def __init__(self, key: str, path: str, st: os.stat_result, body: bytes) -> None:
-        self.key, self.path, self.body, self.size = key, path, body, st.st_size
+        self.key, self.body, self.size = key, body, st.st_size
+        self.file = (st.st_dev, st.st_ino)  # which file: a path may come to name another
         self.mtime, self.etag, self.modified = st.st_mtime, etag(st), last_modified(st)
-        self.ctype = content_type(path)
+        # typed by the name in its URL, as nginx does (a link's, not its target's); a
+        # directory's index by its own
+        self.ctype = content_type(path if key.endswith("/") else unquote(key))
         self.checked = time.monotonic()
         self.rechecking = False             # CacheMiss is looking at the file again
         validators = [("etag", self.etag), ("last-modified", self.modified)]
@@ -262,10 +267,18 @@ class PageCacheStage(seda.EventHandler):
         self.options, self.answers = options, answers
         self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry,
                                on_remove=self._unpublish, served=self._served)
+        self.root_fd: int | None = None        # (open_cached looks beneath it)
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
         self.own = ctx.stage.sink
+        if not self.options.allow_outside:
+            self.root_fd = open_root(self.options.root)  # type: ignore[arg-type]  # static: set
+
+    def destroy(self) -> None:
+        if self.root_fd is not None:
+            os.close(self.root_fd)
+            self.root_fd = None
 
     def _unpublish(self, key: str) -> ReadyAnswer | None:
         # A cache key is a request's raw path, so it equals the raw target of exactly the plain
@@ -309,7 +322,8 @@ class PageCacheStage(seda.EventHandler):
         back. None when it has not, or for anything but a regular file small enough to keep:
         CacheMiss then takes the request."""
         options = self.options
-        opened = open_cached(options.root, key, allow_outside=options.allow_outside)
+        opened = open_cached(options.root, key, allow_outside=options.allow_outside,
+                             root_fd=self.root_fd)
         if opened is None:
             return None
         fd, st, path = opened
@@ -329,12 +343,13 @@ class PageCacheStage(seda.EventHandler):
         """Whether a cached file is still the one cached, if the kernel can tell from its
         caches; False if it cannot, or the file changed (CacheMiss then looks)."""
         options = self.options
-        opened = open_cached(options.root, entry.key, allow_outside=options.allow_outside)
+        opened = open_cached(options.root, entry.key, allow_outside=options.allow_outside,
+                             root_fd=self.root_fd)
         if opened is None:
             return False
-        fd, st, path = opened
+        fd, st, _ = opened
         os.close(fd)
-        return path == entry.path and etag(st) == entry.etag
+        return (st.st_dev, st.st_ino) == entry.file and etag(st) == entry.etag
 
     def _stale(self, entry: Entry, now: float) -> Entry | None:
         """An entry due for its recheck: look here if that needs no disk, else ask CacheMiss
@@ -448,9 +463,9 @@ class CacheMiss(seda.EventHandler):
             st = os.stat(path)
         except (Refused, OSError):
             kind = "gone"
-        if kind != "file" or path != entry.path or st.st_size > options.max_entry:
+        if kind != "file" or st.st_size > options.max_entry:
             self.cache.enqueue_lossy(_Gone(entry))
-        elif etag(st) == entry.etag:
+        elif (st.st_dev, st.st_ino) == entry.file and etag(st) == entry.etag:
             self.cache.enqueue_lossy(_Fresh(entry, looked))
         else:
             try:

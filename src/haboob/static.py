@@ -45,34 +45,47 @@ def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[s
     return "file", real
 
 
-def open_cached(root: str, url_path: str, *, allow_outside: bool = False
-                ) -> tuple[int, os.stat_result, str] | None:
+def open_cached(root: str, url_path: str, *, allow_outside: bool = False,
+                root_fd: int | None = None) -> tuple[int, os.stat_result, str] | None:
     """The regular file under ``root`` that ``url_path`` names, opened for reading, if the
-    kernel finds its path in its caches (``open_nowait``): (descriptor, stat, real path), the
-    caller closes the descriptor. None for anything else (a lookup that would read the disk,
-    a directory, a path refused, no ``openat2``): ``resolve`` answers those where blocking is
-    allowed. Nothing here waits for the disk."""
+    kernel finds its path in its caches (``open_nowait``): (descriptor, stat, the path opened,
+    its links not followed), the caller closes the descriptor. None for anything else (a lookup
+    that would read the disk, a directory, a path refused, no ``openat2``): ``resolve``
+    answers those where blocking is allowed. Nothing here waits for the disk. Unless links
+    may lead outside the root, ``root_fd`` (``open_root``) is the root the kernel keeps the
+    lookup beneath; without it, None."""
     try:
         _, relative = _relative(url_path)
     except Refused:
         return None
     base = _real_root(root)
     try:
-        fd = open_nowait(os.path.join(base, relative))   # (a FIFO does not hold it up)
+        # (a FIFO does not hold it up.) Beneath the root's descriptor the kernel itself keeps
+        # the lookup inside: no reading back where the links led (a readlink of /proc/self/fd,
+        # as dear as the open). An absolute link, even to inside the root, is left to resolve.
+        if allow_outside:
+            fd = open_nowait(os.path.join(base, relative))
+        elif root_fd is not None:
+            fd = open_nowait(relative or ".", beneath=root_fd)
+        else:
+            return None
     except OSError:
         return None
     if fd is None:
         return None
     try:
         st = os.fstat(fd)
-        real = os.readlink(f"/proc/self/fd/{fd}")
         if stat.S_ISREG(st.st_mode):
-            _inside(real, base, allow_outside)
-            return fd, st, real
-    except (OSError, Refused):
+            return fd, st, os.path.join(base, relative)
+    except OSError:
         pass
     os.close(fd)
     return None
+
+
+def open_root(root: str) -> int:
+    """A descriptor of ``root`` (its links followed) for ``open_cached`` to look beneath."""
+    return os.open(_real_root(root), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
 def _relative(url_path: str) -> tuple[str, str]:

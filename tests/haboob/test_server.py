@@ -290,6 +290,52 @@ def test_misses_and_rechecks_the_kernel_has_cached_stay_on_the_loop(site):
         rt.stop()
 
 
+@pytest.mark.parametrize("nowait", [True, False])
+def test_a_file_replaced_by_one_of_the_same_size_and_time_is_seen(site, monkeypatch, nowait):
+    """Another file at the path (a deploy renaming a new one into place) is told apart by
+    the file itself, not by its size and time alone: on the loop's recheck as on CacheMiss's."""
+    if nowait and open_nowait(__file__) is None:
+        pytest.skip("this kernel (or its sandbox) has no openat2 RESOLVE_CACHED")
+    if not nowait:
+        import haboob.server
+        monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: None)
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=0.2)).address
+    rt.start()
+    try:
+        page = site / "index.html"
+        assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+        st = page.stat()
+        (site / "new.html").write_bytes(b"<h1>HOME</h1>")
+        os.utime(site / "new.html", ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.rename(site / "new.html", page)
+        until(lambda: fetch(address, "/index.html")[1] == b"<h1>HOME</h1>",
+              "the file put in its place was never seen")
+    finally:
+        rt.stop()
+
+
+@pytest.mark.parametrize("nowait", [True, False])
+def test_a_link_is_typed_by_its_own_name_as_nginx_types_it(site, monkeypatch, nowait):
+    """The same Content-Type whichever way the file was loaded: the name in the URL's."""
+    if not nowait:
+        import haboob.server
+        monkeypatch.setattr(haboob.server, "open_cached", lambda *a, **k: None)
+    os.symlink("index.html", site / "notes.txt")
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0)).address
+    rt.start()
+    try:
+        for _ in range(2):                      # loaded, then from its ready answer
+            r, body = fetch(address, "/notes.txt")
+            assert body == b"<h1>home</h1>"
+            assert r.getheader("content-type") == "text/plain; charset=utf-8"
+        assert fetch(address, "/dir/")[0].getheader("content-type") == \
+            "text/html; charset=utf-8"          # a directory's index: its own name's
+    finally:
+        rt.stop()
+
+
 def test_a_fifo_under_the_root_is_refused_and_holds_nothing_up(site):
     """Opening a FIFO for reading waits for a writer: the loop must never be the one to."""
     os.mkfifo(site / "pipe")

@@ -13,9 +13,12 @@ from haboob.static import (
     content_type,
     etag,
     not_modified,
+    open_cached,
+    open_root,
     precondition_failed,
     resolve,
 )
+from seda.io import open_nowait
 
 
 @pytest.fixture
@@ -53,6 +56,29 @@ def test_nothing_leaves_the_root(root, path):
 
 def test_symlinks_outside_only_when_allowed(root):
     assert resolve(root, "/escape", allow_outside=True)[1].endswith("secret")
+
+
+@pytest.mark.skipif(open_nowait(__file__) is None,
+                    reason="this kernel (or its sandbox) has no openat2 RESOLVE_CACHED")
+def test_what_opens_without_waiting_for_the_disk_stays_under_the_root(root):
+    """``open_cached`` has the kernel keep its lookup beneath the root's descriptor: what
+    would leave the root does not open there (``resolve`` then refuses it)."""
+    os.symlink("a file.txt", os.path.join(root, "near-link"))
+    root_fd = open_root(root)
+    try:
+        def opened(path, **options):
+            got = open_cached(root, path, root_fd=root_fd, **options)
+            if got is None:
+                return None
+            with os.fdopen(got[0], "rb") as f:
+                return f.read()
+        assert opened("/a%20file.txt") == opened("/near-link") == b"spaces"
+        for path in ("/escape", "/../secret", "/docs/%2e%2e/%2e%2e/secret", "/docs/", "/"):
+            assert opened(path) is None, path
+        assert opened("/escape", allow_outside=True) == b"outside"
+        assert open_cached(root, "/a%20file.txt") is None     # no root to look beneath
+    finally:
+        os.close(root_fd)
 
 
 @pytest.mark.parametrize("path, status", [("/missing", 404), ("/index.html/x", 404),

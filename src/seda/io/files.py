@@ -75,6 +75,7 @@ def _openat2() -> Any:
 _syscall = _openat2()
 _SYS_OPENAT2 = 437           # the same number on every architecture (the unified table)
 _AT_FDCWD = -100
+_RESOLVE_BENEATH = 0x08
 _RESOLVE_CACHED = 0x20
 # would have to wait for the disk; or this kernel, or a sandbox's filter, does not offer it
 _NO_OPEN_NOWAIT = {errno.EAGAIN, errno.ENOSYS, errno.EINVAL, errno.E2BIG, errno.EPERM}
@@ -86,22 +87,31 @@ _NO_OPEN_NOWAIT = {errno.EAGAIN, errno.ENOSYS, errno.EINVAL, errno.E2BIG, errno.
 OPEN_TO_READ = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 
-# openat2's arguments for OPEN_TO_READ, made once: the page cache opens with them on every miss
-# and every recheck (the kernel only reads them)
+# openat2's arguments for OPEN_TO_READ, anywhere and beneath a directory, made once: the page
+# cache opens with them on every miss and every recheck (the kernel only reads them)
 _TO_READ = _OpenHow(OPEN_TO_READ | os.O_CLOEXEC, 0, _RESOLVE_CACHED)
+_TO_READ_BENEATH = _OpenHow(OPEN_TO_READ | os.O_CLOEXEC, 0, _RESOLVE_CACHED | _RESOLVE_BENEATH)
 
 
-def open_nowait(path: str, flags: int = OPEN_TO_READ) -> int | None:
+def open_nowait(path: str, flags: int = OPEN_TO_READ, *, beneath: int | None = None
+                ) -> int | None:
     """A descriptor for ``path`` (``flags`` | O_CLOEXEC) if the kernel resolves the path from
     its caches alone, without reading the disk; None if it would have to (or cannot tell), in
     which case open it where blocking is allowed (the file stage). Other errors raise, as
-    ``os.open`` would (FileNotFoundError...)."""
+    ``os.open`` would (FileNotFoundError...). With ``beneath``, a directory's descriptor,
+    ``path`` is relative to it and the kernel keeps the whole resolution inside it
+    (RESOLVE_BENEATH): a path that would leave it, by ``..`` or a link, or an absolute link
+    even to inside it, opens nothing (OSError EXDEV, or None where the cached lookup gives up
+    first)."""
     if _syscall is None:
         return None
-    how = _TO_READ if flags == OPEN_TO_READ else _OpenHow(flags | os.O_CLOEXEC, 0,
-                                                          _RESOLVE_CACHED)
-    fd = _syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.addressof(how),
-                  ctypes.sizeof(how))
+    if flags == OPEN_TO_READ:
+        how = _TO_READ if beneath is None else _TO_READ_BENEATH
+    else:
+        how = _OpenHow(flags | os.O_CLOEXEC, 0,
+                       _RESOLVE_CACHED | (0 if beneath is None else _RESOLVE_BENEATH))
+    fd = _syscall(_SYS_OPENAT2, _AT_FDCWD if beneath is None else beneath, os.fsencode(path),
+                  ctypes.addressof(how), ctypes.sizeof(how))
     if fd >= 0:
         return int(fd)
     code = ctypes.get_errno()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
@@ -110,3 +111,29 @@ def test_a_path_in_the_kernels_caches_opens_at_once(tmp_path):
         os.close(fd)
     with pytest.raises(IsADirectoryError):
         open_nowait(str(tmp_path), os.O_WRONLY)
+
+
+@pytest.mark.skipif(open_nowait(__file__) is None,
+                    reason="this kernel (or its sandbox) has no openat2 RESOLVE_CACHED")
+def test_beneath_a_directory_the_kernel_keeps_the_lookup_inside_it(tmp_path):
+    inside = tmp_path / "root"
+    (inside / "sub").mkdir(parents=True)
+    (inside / "sub" / "f").write_bytes(b"inside")
+    (tmp_path / "secret").write_bytes(b"outside")
+    (inside / "sub" / "near").symlink_to("f")                 # a link that stays inside
+    (inside / "out").symlink_to("../secret")                  # links that leave
+    (inside / "absolute").symlink_to(inside / "sub" / "f")    # (absolute: not even so)
+    root = os.open(inside, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for path in ("sub/f", "sub/near", "sub/../sub/f"):
+            fd = open_nowait(path, beneath=root)
+            assert fd is not None, path
+            with os.fdopen(fd, "rb") as f:
+                assert f.read() == b"inside"
+        for path in ("../secret", "out", "absolute", str(tmp_path / "secret")):
+            try:                               # refused (EXDEV), or left to the slow way
+                assert open_nowait(path, beneath=root) is None, path
+            except OSError as exc:
+                assert exc.errno == errno.EXDEV, path
+    finally:
+        os.close(root)
