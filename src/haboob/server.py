@@ -44,12 +44,12 @@ from .options import Options
 from .static import (
     UNSATISFIABLE,
     Refused,
+    RootDir,
     byte_range,
     content_type,
     etag,
     last_modified,
     open_cached,
-    open_root,
     precondition_failed,
     resolve,
 )
@@ -267,18 +267,17 @@ class PageCacheStage(seda.EventHandler):
         self.options, self.answers = options, answers
         self.cache = PageCache(options.cache_bytes, options.cache_policy, options.max_entry,
                                on_remove=self._unpublish, served=self._served)
-        self.root_fd: int | None = None        # (open_cached looks beneath it)
+        self.root: RootDir | None = None       # (open_cached looks beneath it)
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
         self.own = ctx.stage.sink
         if not self.options.allow_outside:
-            self.root_fd = open_root(self.options.root)  # type: ignore[arg-type]  # static: set
+            self.root = RootDir(self.options.root)  # type: ignore[arg-type]  # static: set
 
     def destroy(self) -> None:
-        if self.root_fd is not None:
-            os.close(self.root_fd)
-            self.root_fd = None
+        if self.root is not None:
+            self.root.close()
 
     def _unpublish(self, key: str) -> ReadyAnswer | None:
         # A cache key is a request's raw path, so it equals the raw target of exactly the plain
@@ -316,14 +315,18 @@ class PageCacheStage(seda.EventHandler):
         if served is not None:
             self.cache.credit(entry.key, served.hits)
 
-    def _load_nowait(self, key: str) -> Entry | None:
+    def _beneath(self, now: float) -> int | None:
+        """The root's descriptor for ``open_cached``, made sure of once per batch (``now``)."""
+        return self.root.at(now) if self.root is not None else None
+
+    def _load_nowait(self, key: str, now: float) -> Entry | None:
         """A file missing from the cache, read here if the kernel has its path and its pages
         in its caches (nothing here waits for the disk): no hop to CacheMiss's threads and
         back. None when it has not, or for anything but a regular file small enough to keep:
         CacheMiss then takes the request."""
         options = self.options
         opened = open_cached(options.root, key, allow_outside=options.allow_outside,
-                             root_fd=self.root_fd)
+                             root_fd=self._beneath(now))
         if opened is None:
             return None
         fd, st, path = opened
@@ -339,12 +342,12 @@ class PageCacheStage(seda.EventHandler):
         self._keep(entry)
         return entry
 
-    def _unchanged_nowait(self, entry: Entry) -> bool:
+    def _unchanged_nowait(self, entry: Entry, now: float) -> bool:
         """Whether a cached file is still the one cached, if the kernel can tell from its
         caches; False if it cannot, or the file changed (CacheMiss then looks)."""
         options = self.options
         opened = open_cached(options.root, entry.key, allow_outside=options.allow_outside,
-                             root_fd=self.root_fd)
+                             root_fd=self._beneath(now))
         if opened is None:
             return False
         fd, st, _ = opened
@@ -356,7 +359,7 @@ class PageCacheStage(seda.EventHandler):
         once and serve the entry meanwhile for at most one more period, so that a popular
         file's recheck is one stat, not every request of that moment queueing for the disk.
         Past that (or with recheck 0), None: the request waits for the disk."""
-        if not entry.rechecking and self._unchanged_nowait(entry):
+        if not entry.rechecking and self._unchanged_nowait(entry, now):
             self._renew(entry, now)
             return entry
         if now - entry.checked > 2 * self.options.recheck:
@@ -389,7 +392,7 @@ class PageCacheStage(seda.EventHandler):
             if entry is not None and now - entry.checked > self.options.recheck:
                 entry = self._stale(entry, now)
             if entry is None:
-                entry = self._load_nowait(ev.path)
+                entry = self._load_nowait(ev.path, now)
             if entry is None:
                 forward(self.miss, ev)
             else:

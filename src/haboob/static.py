@@ -52,7 +52,7 @@ def open_cached(root: str, url_path: str, *, allow_outside: bool = False,
     its links not followed), the caller closes the descriptor. None for anything else (a lookup
     that would read the disk, a directory, a path refused, no ``openat2``): ``resolve``
     answers those where blocking is allowed. Nothing here waits for the disk. Unless links
-    may lead outside the root, ``root_fd`` (``open_root``) is the root the kernel keeps the
+    may lead outside the root, ``root_fd`` (``RootDir.at``) is the root the kernel keeps the
     lookup beneath; without it, None."""
     try:
         _, relative = _relative(url_path)
@@ -83,9 +83,48 @@ def open_cached(root: str, url_path: str, *, allow_outside: bool = False,
     return None
 
 
-def open_root(root: str) -> int:
-    """A descriptor of ``root`` (its links followed) for ``open_cached`` to look beneath."""
-    return os.open(_real_root(root), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+class RootDir:
+    """The root directory held open for ``open_cached`` to look beneath, and made sure of:
+    a deploy may rename another directory into the root's place, or move this one away, and
+    files must then come from what the root's path names, not from the directory held."""
+
+    def __init__(self, root: str) -> None:
+        self.path = _real_root(root)
+        self.fd: int | None = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.file = _identity(os.fstat(self.fd))
+        self.looked: float | None = None
+
+    def at(self, now: float) -> int | None:
+        """The descriptor, if the root's path still names it; looked at once per ``now`` (a
+        batch of lookups), without waiting for the disk. None: look the slow way (resolve)."""
+        if now != self.looked:
+            self.looked = now
+            self._look()
+        return self.fd
+
+    def _look(self) -> None:
+        try:
+            fd = open_nowait(self.path, os.O_PATH | os.O_DIRECTORY)
+        except OSError:                        # gone, or no longer a directory
+            fd = None
+        if fd is None:
+            self.close()
+            return
+        file = _identity(os.fstat(fd))
+        if self.fd is not None and file == self.file:
+            os.close(fd)
+            return
+        self.close()
+        self.fd, self.file = fd, file          # another directory in its place: this one
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _relative(url_path: str) -> tuple[str, str]:

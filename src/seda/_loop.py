@@ -284,7 +284,8 @@ class EventLoop:
                    edge: bool = False) -> None:
         """Call ``callback()`` on the loop thread whenever ``fileobj`` is readable; with
         ``edge``, only when new data arrives (EPOLLET), not in every round while data is left
-        unread: the reader then reads all there is, or calls ``rearm`` when it stops short.
+        unread: the reader then reads all there is, or calls ``rearm`` when it stops short,
+        and reads on to the end once the peer has finished (it is reported until then).
         Edge-triggered readers are reported in the order their data came, so a connection whose
         request came late in one round is first in the next, as with nginx: level-triggered,
         it would be put back behind those the kernel just reported, and wait a round longer.
@@ -308,10 +309,12 @@ class EventLoop:
     def rearm(self, fd: int) -> None:
         """The edge-triggered reader of ``fd`` stopped before the kernel had nothing more to
         give (a full buffer): look again, and report it in the next round if data is left.
-        Nothing if it no longer reads (paused: resuming looks again)."""
+        Nothing if it no longer reads (paused: resuming looks again), or while a writer is
+        watched (level-triggered then: it is reported again anyway)."""
         callbacks = self._watched.get(fd)
-        if callbacks is not None and callbacks[0] is not None:
-            self._epoll.modify(fd, self._mask(fd, callbacks))
+        if callbacks is not None and callbacks[0] is not None and callbacks[1] is None:
+            with contextlib.suppress(OSError):   # closed unwatched: the kernel forgot it
+                self._epoll.modify(fd, self._mask(fd, callbacks))
 
     def unwatch(self, fileobj: FileDescriptorLike) -> None:
         """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and

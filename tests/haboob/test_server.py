@@ -315,6 +315,27 @@ def test_a_file_replaced_by_one_of_the_same_size_and_time_is_seen(site, monkeypa
         rt.stop()
 
 
+def test_a_root_renamed_away_serves_nothing_more_and_its_successor_is_served(tmp_path):
+    """A deploy renames the site away and puts a new one in its place: what is served comes
+    from the new one (once rechecked), and nothing from the old one any more."""
+    old = tmp_path / "www"
+    old.mkdir()
+    (old / "a.txt").write_bytes(b"old a")
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(old), port=0, recheck=0.2)).address
+    rt.start()
+    try:
+        assert fetch(address, "/a.txt")[1] == b"old a"
+        os.rename(old, tmp_path / "private")
+        (tmp_path / "www").mkdir()
+        (tmp_path / "www" / "a.txt").write_bytes(b"new a")
+        (tmp_path / "private" / "secret.txt").write_bytes(b"private")
+        until(lambda: fetch(address, "/a.txt")[1] == b"new a", "the new site was never served")
+        assert fetch(address, "/secret.txt")[0].status == 404
+    finally:
+        rt.stop()
+
+
 @pytest.mark.parametrize("nowait", [True, False])
 def test_a_link_is_typed_by_its_own_name_as_nginx_types_it(site, monkeypatch, nowait):
     """The same Content-Type whichever way the file was loaded: the name in the URL's."""

@@ -9,12 +9,12 @@ import pytest
 from haboob.static import (
     UNSATISFIABLE,
     Refused,
+    RootDir,
     byte_range,
     content_type,
     etag,
     not_modified,
     open_cached,
-    open_root,
     precondition_failed,
     resolve,
 )
@@ -64,10 +64,10 @@ def test_what_opens_without_waiting_for_the_disk_stays_under_the_root(root):
     """``open_cached`` has the kernel keep its lookup beneath the root's descriptor: what
     would leave the root does not open there (``resolve`` then refuses it)."""
     os.symlink("a file.txt", os.path.join(root, "near-link"))
-    root_fd = open_root(root)
+    held = RootDir(root)
     try:
         def opened(path, **options):
-            got = open_cached(root, path, root_fd=root_fd, **options)
+            got = open_cached(root, path, root_fd=held.at(0.0), **options)
             if got is None:
                 return None
             with os.fdopen(got[0], "rb") as f:
@@ -78,7 +78,26 @@ def test_what_opens_without_waiting_for_the_disk_stays_under_the_root(root):
         assert opened("/escape", allow_outside=True) == b"outside"
         assert open_cached(root, "/a%20file.txt") is None     # no root to look beneath
     finally:
-        os.close(root_fd)
+        held.close()
+
+
+def test_the_root_held_open_is_the_one_its_path_names(tmp_path):
+    """Renamed away with another directory put in its place, the root held open is let go
+    for the new one, once looked at again; gone, it is let go for nothing."""
+    (tmp_path / "www").mkdir()
+    held = RootDir(str(tmp_path / "www"))
+    try:
+        first = held.at(1.0)
+        assert first is not None and held.at(1.0) == first   # (once per batch)
+        os.rename(tmp_path / "www", tmp_path / "private")
+        (tmp_path / "www").mkdir()
+        assert held.at(1.0) == first                  # not looked at again in the same batch
+        fd = held.at(2.0)
+        assert fd is not None and os.fstat(fd).st_ino == (tmp_path / "www").stat().st_ino
+        os.rmdir(tmp_path / "www")
+        assert held.at(3.0) is None
+    finally:
+        held.close()
 
 
 @pytest.mark.parametrize("path, status", [("/missing", 404), ("/index.html/x", 404),

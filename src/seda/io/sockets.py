@@ -481,6 +481,20 @@ class _ReadStage(EventHandler):
         self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
 
     def handle_events(self, conns: list[Any]) -> None:
+        if len(set(conns)) < len(conns):
+            # A connection reported twice before this stage ran (rare): its second read may
+            # find the end, and the Closed its teardown sends at once must not pass the data
+            # of its first. So in parts, each holding a connection once, handed over in turn.
+            part: list[Any] = []
+            for conn in conns:
+                if conn in part:
+                    self._read(part)
+                    part = []
+                part.append(conn)
+            conns = part
+        self._read(conns)
+
+    def _read(self, conns: list[Any]) -> None:
         limit = self.limit
         # what was read, by owner: handed over once per owner at the end of the batch
         read: dict[Sink, list[Packet]] = {}

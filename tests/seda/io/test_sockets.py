@@ -16,6 +16,7 @@ import time
 import pytest
 
 import seda
+import seda._loop
 from seda.io import (
     Closed,
     Connected,
@@ -192,6 +193,42 @@ def test_what_a_peer_sends_just_before_it_closes_arrives_and_then_the_close(rt, 
         events[2].conn.enqueue(b"reply")
         events[2].conn.close()
         assert recv_exactly(c, 10) == b"reply"
+    c.close()
+
+
+def test_a_connection_reported_twice_before_it_is_read_has_its_data_before_its_close(rt):
+    """With more stages ready than the loop runs between two polls, the loop polls again
+    before the read stage runs, and a socket whose data and FIN came together is in its
+    batch twice: the second read finds the end, and the Closed must not pass the data."""
+    seen = Recorder()
+
+    class Idle(seda.EventHandler):
+        def handle_events(self, events):
+            pass
+
+    rt.add_stage("owner", seen, blocking=False)
+    idle = [rt.add_stage(f"idle{i}", Idle(), blocking=False).sink
+            for i in range(seda._loop.BUDGET + 6)]
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("owner"))
+    rt.start()
+    c = socket.create_connection(listener.address, timeout=WAIT)
+    seen.wait(1)
+    hold, held = threading.Event(), threading.Event()
+
+    def stall_then_busy():                     # both arrive while the loop waits, and then
+        held.set()                             # the idle stages come first
+        hold.wait(WAIT)
+        for sink in idle:
+            sink.enqueue(None)
+
+    rt.loop.call_soon_threadsafe(stall_then_busy)
+    assert held.wait(WAIT)
+    c.sendall(b"last words")
+    c.shutdown(socket.SHUT_WR)                 # (on loopback, in before this returns)
+    hold.set()
+    events = seen.wait(3)
+    assert [type(e) for e in events] == [Connected, Packet, Closed]
+    assert events[1].data == b"last words"
     c.close()
 
 
