@@ -364,7 +364,7 @@ class EventLoop:
 
     def _run(self) -> None:
         ready, callbacks = self.ready, self.callbacks
-        poll, watched, edge = self._epoll.poll, self._watched, self._edge
+        poll, watched, edge, ended = self._epoll.poll, self._watched, self._edge, _ENDED
         clock = time.perf_counter
         cursor = Cursor()
         thread_cursor.set(cursor)
@@ -431,7 +431,7 @@ class EventLoop:
                     # errors and hang-ups wake the reader: its recv says what happened
                     if mask & _IN_ERR and reader is not None:
                         reader()
-                        if mask & _ENDED and fd in edge:
+                        if mask & ended and fd in edge:
                             # The peer has finished (or failed) after what it sent: a read
                             # takes the data, and no new edge would tell of the end behind
                             # it. Reported again next round, it is read after the data.

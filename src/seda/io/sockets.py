@@ -476,23 +476,31 @@ class _ReadStage(EventHandler):
         self.limit: TokenBucket | None = None   # over packets read
         self.held: list[Connection] = []   # readable connections the limit held back
         self.own: Any = None
+        # connections were queued while others still waited: one may be queued twice
+        self.repeats = False
 
     def init(self, ctx: StageContext) -> None:
         self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
 
     def handle_events(self, conns: list[Any]) -> None:
-        if len(set(conns)) < len(conns):
-            # A connection reported twice before this stage ran (rare): its second read may
-            # find the end, and the Closed its teardown sends at once must not pass the data
-            # of its first. So in parts, each holding a connection once, handed over in turn.
-            part: list[Any] = []
-            for conn in conns:
-                if conn in part:
-                    self._read(part)
-                    part = []
-                part.append(conn)
-            conns = part
+        if self.repeats:
+            self.repeats = len(self.own) > 0   # (until all queued then have been read)
+            if len(set(conns)) < len(conns):
+                self._read_in_parts(conns)
+                return
         self._read(conns)
+
+    def _read_in_parts(self, conns: list[Any]) -> None:
+        """A connection reported twice before this stage ran (rare): its second read may find
+        the end, and the Closed its teardown sends at once must not pass the data of its
+        first. So in parts, each holding a connection once, handed over in turn."""
+        part: list[Any] = []
+        for conn in conns:
+            if conn in part:
+                self._read(part)
+                part = []
+            part.append(conn)
+        self._read(part)
 
     def _read(self, conns: list[Any]) -> None:
         limit = self.limit
@@ -684,6 +692,8 @@ class SocketLayer:
             conns = list(readable)
             readable.clear()
             sink = self._read_sink
+            if sink.length():                # (the read stage dedupes its next batches)
+                self._reads.repeats = True
             try:
                 sink.enqueue_many(conns)
             except SinkError:                # refused whole (a predicate): ask for each
