@@ -48,6 +48,7 @@ from .static import (
     byte_range,
     content_type,
     etag,
+    identity,
     last_modified,
     open_cached,
     precondition_failed,
@@ -108,7 +109,7 @@ class Entry:
 
     def __init__(self, key: str, path: str, st: os.stat_result, body: bytes) -> None:
         self.key, self.body, self.size = key, body, st.st_size
-        self.file = (st.st_dev, st.st_ino)  # which file: a path may come to name another
+        self.file = identity(st)            # which file: a path may come to name another
         self.mtime, self.etag, self.modified = st.st_mtime, etag(st), last_modified(st)
         # typed by the name in its URL, as nginx does (a link's, not its target's); a
         # directory's index by its own
@@ -352,7 +353,7 @@ class PageCacheStage(seda.EventHandler):
             return False
         fd, st, _ = opened
         os.close(fd)
-        return (st.st_dev, st.st_ino) == entry.file and etag(st) == entry.etag
+        return identity(st) == entry.file and etag(st) == entry.etag
 
     def _stale(self, entry: Entry, now: float) -> Entry | None:
         """An entry due for its recheck: look here if that needs no disk, else ask CacheMiss
@@ -468,7 +469,7 @@ class CacheMiss(seda.EventHandler):
             kind = "gone"
         if kind != "file" or st.st_size > options.max_entry:
             self.cache.enqueue_lossy(_Gone(entry))
-        elif (st.st_dev, st.st_ino) == entry.file and etag(st) == entry.etag:
+        elif identity(st) == entry.file and etag(st) == entry.etag:
             self.cache.enqueue_lossy(_Fresh(entry, looked))
         else:
             try:

@@ -91,7 +91,7 @@ class RootDir:
     def __init__(self, root: str) -> None:
         self.path = _real_root(root)
         self.fd: int | None = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        self.file = _identity(os.fstat(self.fd))
+        self.file = identity(os.fstat(self.fd))
         self.looked: float | None = None
 
     def at(self, now: float) -> int | None:
@@ -110,7 +110,7 @@ class RootDir:
         if fd is None:
             self.close()
             return
-        file = _identity(os.fstat(fd))
+        file = identity(os.fstat(fd))
         if self.fd is not None and file == self.file:
             os.close(fd)
             return
@@ -123,7 +123,8 @@ class RootDir:
             self.fd = None
 
 
-def _identity(st: os.stat_result) -> tuple[int, int]:
+def identity(st: os.stat_result) -> tuple[int, int]:
+    """Which file ``st`` is: another put at the same path (a rename) is told apart."""
     return st.st_dev, st.st_ino
 
 
