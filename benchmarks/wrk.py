@@ -72,6 +72,35 @@ def parse(out: str) -> Measured:
                     {kind: n for kind, n in errors.items() if n})
 
 
+# wrk runs this once it is done: the latency percentiles, in milliseconds (100: the longest)
+_PERCENTILES_LUA = """done = function(summary, latency, requests)
+  for _, p in ipairs({%s}) do
+    io.write(string.format("percentile %%g %%.3f\\n", p, latency:percentile(p) / 1000))
+  end
+  io.write(string.format("percentile 100 %%.3f\\n", latency.max / 1000))
+end
+"""
+_PERCENTILE = re.compile(r"^percentile ([\d.]+) ([\d.]+)$", re.M)
+
+
+def distribution(url: str, conns: int, seconds: int, directory: Path,
+                 points: tuple[float, ...] = (50, 90, 95, 99, 99.9)
+                 ) -> tuple[Measured, dict[float, float]]:
+    """One run of ``wrk -t1`` on core ``CORE`` as ``measure``, with the whole latency
+    distribution: percentile -> milliseconds at ``points`` (and at 100, the longest). Its
+    script is written into ``directory``."""
+    script = directory / "percentiles.lua"
+    script.write_text(_PERCENTILES_LUA % ", ".join(f"{p:g}" for p in points))
+    command = ["taskset", "-c", str(CORE), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
+               "--latency", "-s", str(script), url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    try:
+        measured = parse(done.stdout)
+    except RuntimeError as e:
+        raise RuntimeError(f"{url} ({conns} connections): {e}{done.stderr}") from None
+    return measured, {float(p): float(ms) for p, ms in _PERCENTILE.findall(done.stdout)}
+
+
 def measure(url: str, conns: int, seconds: int, script: Path | None = None,
             start: int = 0) -> Measured:
     """One run of ``wrk -t1`` on core ``CORE``, keep-alive; ``url`` may be https. With a
