@@ -316,23 +316,24 @@ class PageCacheStage(seda.EventHandler):
         if served is not None:
             self.cache.credit(entry.key, served.hits)
 
-    def _beneath(self, now: float) -> int | None:
-        """The root's descriptor for ``open_cached``, made sure of once per batch (``now``)."""
-        return self.root.at(now) if self.root is not None else None
+    def _open_cached(self, key: str, now: float) -> tuple[int, os.stat_result, str] | None:
+        """``open_cached`` for ``key``, beneath the root made sure of once per batch (``now``)."""
+        options = self.options
+        return open_cached(options.root, key, allow_outside=options.allow_outside,
+                           root_fd=self.root.at(now) if self.root is not None else None)
 
     def _load_nowait(self, key: str, now: float) -> Entry | None:
         """A file missing from the cache, read here if the kernel has its path and its pages
         in its caches (nothing here waits for the disk): no hop to CacheMiss's threads and
         back. None when it has not, or for anything but a regular file small enough to keep:
         CacheMiss then takes the request."""
-        options = self.options
-        opened = open_cached(options.root, key, allow_outside=options.allow_outside,
-                             root_fd=self._beneath(now))
+        opened = self._open_cached(key, now)
         if opened is None:
             return None
         fd, st, path = opened
         try:
-            body = read_nowait(fd, st.st_size, 0) if st.st_size <= options.max_entry else None
+            body = (read_nowait(fd, st.st_size, 0) if st.st_size <= self.options.max_entry
+                    else None)
         except OSError:
             body = None
         finally:
@@ -346,9 +347,7 @@ class PageCacheStage(seda.EventHandler):
     def _unchanged_nowait(self, entry: Entry, now: float) -> bool:
         """Whether a cached file is still the one cached, if the kernel can tell from its
         caches; False if it cannot, or the file changed (CacheMiss then looks)."""
-        options = self.options
-        opened = open_cached(options.root, entry.key, allow_outside=options.allow_outside,
-                             root_fd=self._beneath(now))
+        opened = self._open_cached(entry.key, now)
         if opened is None:
             return False
         fd, st, _ = opened
