@@ -91,25 +91,25 @@ def distribution(url: str, conns: int, seconds: int, directory: Path,
     script is written into ``directory``."""
     script = directory / "percentiles.lua"
     script.write_text(_PERCENTILES_LUA % ", ".join(f"{p:g}" for p in points))
-    command = ["taskset", "-c", str(CORE), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-               "--latency", "-s", str(script), url]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
-    try:
-        measured = parse(done.stdout)
-    except RuntimeError as e:
-        raise RuntimeError(f"{url} ({conns} connections): {e}{done.stderr}") from None
-    return measured, {float(p): float(ms) for p, ms in _PERCENTILE.findall(done.stdout)}
+    measured, out = _run(url, conns, seconds, ["-s", str(script), url])
+    return measured, {float(p): float(ms) for p, ms in _PERCENTILE.findall(out)}
 
 
 def measure(url: str, conns: int, seconds: int, script: Path | None = None,
             start: int = 0) -> Measured:
     """One run of ``wrk -t1`` on core ``CORE``, keep-alive; ``url`` may be https. With a
     ``path_script``, its paths from index ``start`` on."""
+    tail = [url] if script is None else ["-s", str(script), url, "--", str(start)]
+    return _run(url, conns, seconds, tail)[0]
+
+
+def _run(url: str, conns: int, seconds: int, tail: list[str]) -> tuple[Measured, str]:
+    """wrk on core ``CORE`` with ``tail`` (script, URL, script arguments): what it measured,
+    and all it printed."""
     command = ["taskset", "-c", str(CORE), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
-               "--latency"]
-    command += [url] if script is None else ["-s", str(script), url, "--", str(start)]
+               "--latency", *tail]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
     try:
-        return parse(done.stdout)
+        return parse(done.stdout), done.stdout
     except RuntimeError as e:
         raise RuntimeError(f"{url} ({conns} connections): {e}{done.stderr}") from None
