@@ -142,7 +142,11 @@ def _relative(url_path: str) -> tuple[str, str]:
     segments = decoded.split("/")
     if ".." in segments:
         raise Refused(403, "'..' in the path")
-    return decoded, "/".join(s for s in segments if s and s != ".")
+    relative = "/".join(s for s in segments if s and s != ".")
+    if relative and segments[-1] in ("", "."):
+        # Kept, so that the kernel asks for a directory there: "/a.txt/" is no file (404).
+        relative += "/"
+    return decoded, relative
 
 
 @functools.lru_cache(maxsize=8)

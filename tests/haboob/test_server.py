@@ -78,6 +78,17 @@ def test_static_files_cache_and_validators(haboob, site):
     assert fetch(address, "/", method="POST")[0].status == 405
 
 
+@pytest.mark.parametrize("kernel_caches", [True, False], ids=["opened at once", "resolved"])
+def test_a_file_with_a_trailing_slash_is_not_found(haboob, monkeypatch, kernel_caches):
+    from haboob import server
+    if not kernel_caches:
+        monkeypatch.setattr(server, "open_cached", lambda *a, **k: None)
+    address = haboob()
+    assert fetch(address, "/index.html/")[0].status == 404
+    assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"
+    assert fetch(address, "/index.html/")[0].status == 404     # nor once cached
+
+
 @pytest.mark.parametrize("path", ["/../secret", "/%2e%2e/secret", "/dir/..%2f..%2fsecret",
                                   "/..%5csecret"])
 def test_traversal_is_refused(haboob, path):

@@ -54,6 +54,14 @@ def test_nothing_leaves_the_root(root, path):
     assert info.value.status == 403
 
 
+@pytest.mark.parametrize("path", ["/a%20file.txt/", "/a%20file.txt/.", "/inside-link/"])
+def test_a_file_named_as_a_directory_is_not_found(root, path):
+    """As nginx answers: a trailing slash asks for a directory, and a file is none."""
+    with pytest.raises(Refused) as info:
+        resolve(root, path)
+    assert info.value.status == 404
+
+
 def test_symlinks_outside_only_when_allowed(root):
     assert resolve(root, "/escape", allow_outside=True)[1].endswith("secret")
 
@@ -76,7 +84,8 @@ def test_what_opens_without_waiting_for_the_disk_stays_under_the_root(root):
         # (a walk through a link may need more than the kernel's caches give without locks,
         # now and then: None, and resolve() takes it)
         assert opened("/near-link") in (b"spaces", None)
-        for path in ("/escape", "/../secret", "/docs/%2e%2e/%2e%2e/secret", "/docs/", "/"):
+        for path in ("/escape", "/../secret", "/docs/%2e%2e/%2e%2e/secret", "/docs/", "/",
+                     "/a%20file.txt/"):
             assert opened(path) is None, path
         assert opened("/a%20file.txt", allow_outside=True) == b"spaces"
         assert opened("/escape", allow_outside=True) in (b"outside", None)
