@@ -30,7 +30,7 @@ import logging
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
 import httptools
@@ -119,6 +119,54 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # filled and most requests were parsed (a third more CPU per request than with 4096).
 _HEADS_KEPT = 4096
 _HEAD_KEPT_MAX = 2048
+# Heads parsed, kept whole (ServerProtocol.parsed) for the requests no ready answer serves (an
+# application's): fewer, as they carry more (a browser's cookies, an API client's token).
+_PARSED_KEPT = 1024
+
+
+class _Head:
+    """What the protocol took from a request head that came whole: taken again, without
+    llhttp or the loop over its fields, when the same bytes come again (as a client's do on
+    every request of a keep-alive connection). ``framing`` is None for a chunked body."""
+
+    __slots__ = ("expect", "framing", "headers", "keep", "method", "parts", "plain", "url",
+                 "version")
+
+    def __init__(self, protocol: ServerProtocol) -> None:
+        framing = protocol._framing
+        self.method, self.url, self.version = protocol._method, protocol._url, protocol._version
+        self.headers = tuple(protocol._headers)
+        self.keep, self.plain, self.expect = protocol._keep, protocol._plain, protocol._expect
+        self.framing = framing if type(framing) is int else None
+        self.parts: _Parts | None = None       # for an HttpRequest: made by the first
+
+
+#: What an HttpRequest takes from its head: method, target, path, query and header fields.
+_Parts: TypeAlias = "tuple[str, str, str, str, tuple[tuple[bytes, bytes], ...]]"
+
+
+def _request_parts(method: bytes, url: bytes, headers: Iterable[tuple[bytes, bytes]]) -> _Parts:
+    """The target split into path and query (``#fragment`` dropped); an absolute-form target's
+    host replaces the Host field (RFC 9112 3.2.2)."""
+    target = url.decode("latin-1")
+    if "#" in target:                          # a fragment is the client's business
+        target = target.partition("#")[0]
+    if target[:1] == "/":
+        path, _, query = target.partition("?")
+    elif target == "*":
+        path, query = target, ""
+    else:                                      # absolute-form: http://host/path?query
+        try:
+            parsed = httptools.parse_url(target.encode("latin-1"))
+        except httptools.HttpParserInvalidURLError:
+            raise _Refuse(responses.bad_request("bad request target")) from None
+        path = (parsed.path or b"/").decode("latin-1")
+        query = (parsed.query or b"").decode("latin-1")
+        if parsed.host:                        # the target's host, not the Host field
+            host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
+                                                                        parsed.port)
+            headers = [(k, host if k.lower() == b"host" else v) for k, v in headers]
+    return method.decode("ascii"), target, path, query, tuple(headers)
 
 
 class Logged:
@@ -192,15 +240,18 @@ class ServerProtocol:
     __slots__ = (
         "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
-        "_request", "_start", "_tail", "_upgrade", "_url", "_version", "answers", "client",
+        "_request", "_start", "_tail", "_taken", "_upgrade", "_url", "_version", "answers",
+        "client",
         "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq", "limits",
-        "log", "next_seq", "out", "owed", "parser", "peer", "ready", "scheme", "send_seq",
+        "log", "next_seq", "out", "owed", "parsed", "parser", "peer", "ready", "scheme",
+        "send_seq",
         "server", "stats", "stopping", "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
                  answers: dict[bytes, ReadyAnswer] | None = None,
-                 heads: dict[bytes, tuple[bytes, str]] | None = None, log: bool = False,
+                 heads: dict[bytes, tuple[bytes, str]] | None = None,
+                 parsed: dict[bytes, _Head] | None = None, log: bool = False,
                  peer: Any = None, scheme: str = "http", stats: ServerStats | None = None,
                  wake: Callable[[], None] = lambda: None, now: float = 0.0) -> None:
         self.limits = limits or Limits()
@@ -210,6 +261,9 @@ class ServerProtocol:
         # same bytes parse to the same request, so a head seen before skips llhttp and the
         # fields and goes straight to its answer, while that answer is fresh.
         self.heads = {} if heads is None else heads
+        # Every other head that came whole, as they came (-> what was taken from it), shared
+        # the same way: the same bytes parse to the same request.
+        self.parsed = {} if parsed is None else parsed
         self.wake = wake                      # from an application thread: a body reader has
         #                                       room again (the socket side calls ``drained``)
         self.wants_input = True               # as last told with PAUSE / RESUME
@@ -239,6 +293,7 @@ class ServerProtocol:
         # on_header, on_headers_complete) and its body read (_start_body)
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
+        self._taken: _Head | None = None       # the head kept in ``parsed``, if it was
         self._expect = self._plain = self._upgrade = False
         self._keep = True
         self._method = b"GET"
@@ -319,13 +374,20 @@ class ServerProtocol:
                 if not data:
                     return b""
             end = data.find(b"\r\n\r\n")
-            # a head seen before, one of several pipelined in a packet (see receive); none is
-            # kept by a server without ready answers: no hash of every head for nothing
-            seen = (self.heads.get(data[:end + 4])
-                    if self.heads and 0 <= end <= _HEAD_KEPT_MAX - 4 else None)
-            if seen is not None and self._answer_at_once(*seen):
-                return data[end + 4:]
+            whole = data[:end + 4] if 0 <= end <= _HEAD_KEPT_MAX - 4 else None
+            if whole is not None:
+                # a head seen before: with a ready answer (one of several pipelined in a
+                # packet, see receive), or parsed before
+                seen = self.heads.get(whole) if self.heads else None
+                if seen is not None and self._answer_at_once(*seen):
+                    return data[end + 4:]
+                known = self.parsed.get(whole)
+                if known is not None:
+                    self.deadline = self._now + self.limits.header_timeout
+                    self._take(known)
+                    return self._head_complete(whole, True, data[end + 4:])
             self.client = _CLIENT[IDLE]["begin"]
+            self._taken = None
             self._start = data
             self.deadline = self._now + self.limits.header_timeout
             self._url = b""
@@ -333,6 +395,7 @@ class ServerProtocol:
             self._expect = False
         else:
             end = data.find(b"\r\n\r\n")
+            whole = None
         cut = end + 4 if end >= 0 and not self._tail else self._cut(data)
         if cut == len(data):                   # (usually the whole packet is one head)
             chunk, rest = data, b""
@@ -353,14 +416,36 @@ class ServerProtocol:
         except (httptools.HttpParserError, ValueError, UnicodeDecodeError) as exc:
             from_start = self._head_bytes == len(chunk)
             raise self._refusal(exc, chunk if from_start else b"") from None
-        if self.client is BODY:                # the head is complete
-            self._head_bytes = 0
-            if self._framing:
-                self._start_body()
-            else:
-                self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
-                self._complete(chunk if began else b"")
+        if self.client is not BODY:            # the head goes on in the next packet
+            return rest
+        self._head_bytes = 0
+        if whole is not None and not self._upgrade:   # (a server stopping reads no new head)
+            parsed = self.parsed
+            if len(parsed) >= _PARSED_KEPT:    # (full of heads seen once: start again)
+                parsed.clear()
+            self._taken = parsed[whole] = _Head(self)
+        return self._head_complete(chunk, began, rest)
+
+    def _head_complete(self, head: bytes, whole: bool, rest: bytes) -> bytes:
+        """The head has been read (``whole``: in one piece, ``head``): on to its body, or to
+        its answer; returns ``rest``, what follows it."""
+        if self._framing:
+            self._start_body()
+        else:
+            self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
+            self._complete(head if whole else b"")
         return rest
+
+    def _take(self, head: _Head) -> None:
+        """The request is ``head``'s, as on_url, on_header and on_headers_complete would have
+        found it."""
+        self.client = BODY
+        self._taken = head
+        self._url, self._headers = head.url, head.headers  # type: ignore[assignment]  # read only
+        self._method, self._version, self._expect = head.method, head.version, head.expect
+        self._keep, self._plain, self._upgrade = head.keep, head.plain, False
+        framing = head.framing
+        self._framing = Dechunker(self.limits.max_header_bytes) if framing is None else framing
 
     def _cut(self, data: bytes) -> int:
         """Where the head ends in ``data`` (``len(data)`` if it goes on), for a head in pieces:
@@ -597,31 +682,18 @@ class ServerProtocol:
 
     def _make_request(self, body: bytes) -> HttpRequest:
         """The request read so far, with the next sequence number."""
-        target = self._url.decode("latin-1")
-        if "#" in target:                      # a fragment is the client's business
-            target = target.partition("#")[0]
-        if target[:1] == "/":
-            path, _, query = target.partition("?")
-        elif target == "*":
-            path, query = target, ""
-        else:                                  # absolute-form: http://host/path?query
-            try:
-                parsed = httptools.parse_url(target.encode("latin-1"))
-            except httptools.HttpParserInvalidURLError:
-                raise _Refuse(responses.bad_request("bad request target")) from None
-            path = (parsed.path or b"/").decode("latin-1")
-            query = (parsed.query or b"").decode("latin-1")
-            if parsed.host:                    # the target's host, not the Host field (3.2.2)
-                host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
-                                                                            parsed.port)
-                self._headers = [(k, host if k.lower() == b"host" else v)
-                                 for k, v in self._headers]
+        head = self._taken
+        parts = head.parts if head is not None else None
+        if parts is None:
+            parts = _request_parts(self._method, self._url, self._headers)
+            if head is not None:
+                head.parts = parts
+        method, target, path, query, headers = parts
         seq = self.next_seq
         self.next_seq += 1
         return HttpRequest(
-            self._method.decode("ascii"), target, path, query, self._headers, body,
-            self._version, self.connection, seq, self._keep, self.peer, self.scheme,
-            self._upgrade)
+            method, target, path, query, list(headers), body, self._version, self.connection,
+            seq, self._keep, self.peer, self.scheme, self._upgrade)
 
     def _dispatch(self, request: HttpRequest) -> None:
         self.owed[request.seq] = self._now

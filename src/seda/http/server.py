@@ -64,7 +64,7 @@ class _HttpConnection:
         self.tunnel: Tunnel | None = None      # once switched (a WebSocket): all bytes go there
         self.protocol: ServerProtocol | None = ServerProtocol(
             server.limits, self, answers=server.answers, heads=server.heads,
-            log=server.log is not None,
+            parsed=server.parsed, log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
             wake=self._wake_reading, now=time.monotonic())
 
@@ -315,6 +315,7 @@ class _HttpServer(EventHandler):
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
         self.heads: dict[bytes, tuple[bytes, str]] = {}   # (ServerProtocol.heads)
+        self.parsed: dict[bytes, Any] = {}                 # (ServerProtocol.parsed)
         self.connections: dict[Connection, _HttpConnection] = {}
         self.counts = ServerStats()
         self.loop_ident = 0

@@ -527,6 +527,75 @@ def test_heads_kept_stay_bounded_however_many_clients_send():
 
 # -- time -----------------------------------------------------------------------------------------
 
+# -- heads parsed before ----------------------------------------------------------------------
+
+_SEEN_BEFORE = [
+    get("/a?q=1#frag", "X-Thing: yes "),
+    post("/p", b"xyz", "Content-Type: text/plain"),
+    b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"4\r\nwiki\r\n0\r\nX-Trace: 7\r\n\r\n",
+    b"GET http://a.example:8080/abs HTTP/1.1\r\nHost: b.example\r\n\r\n",
+    b"GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    b"PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc",
+    get("/last", "Connection: close"),
+]
+
+
+def _exchange(c: Conn) -> list[tuple]:
+    """Each request of _SEEN_BEFORE sent and answered on ``c``: what the application saw."""
+    seen = []
+    for data in _SEEN_BEFORE:
+        for req in (e for e in c.send(data) if type(e) is HttpRequest):
+            seen.append((req.method, req.target, req.path, req.query, req.headers, req.body,
+                         req.version, req.keep_alive, req.trailers))
+            c.answer(req)
+    return seen
+
+
+def test_a_head_parsed_before_gives_the_same_request_unparsed():
+    """Heads are kept as they came with what was read from them, shared by the connections of
+    a server: the same bytes again (another request, another connection) are not parsed, and
+    make the same request, body, answer and close."""
+    parsed: dict = {}
+    first = Conn(parsed=parsed)
+    expected = _exchange(first)
+    assert len(parsed) == len(_SEEN_BEFORE)
+    again = Conn(parsed=parsed)
+    assert _exchange(again) == expected
+    assert again.p.parser is None                    # llhttp was never needed
+    assert again.wire() == first.wire() and again.closed
+    assert again.wire().count(b"100 Continue") == 1
+
+
+def test_a_request_taken_from_a_head_seen_before_has_fields_of_its_own():
+    parsed: dict = {}
+    (first,) = Conn(parsed=parsed).send(get("/", "A: 1"))
+    first.headers.append((b"B", b"2"))               # the application's to change
+    (second,) = Conn(parsed=parsed).send(get("/", "A: 1"))
+    assert second.headers == [(b"Host", b"x"), (b"A", b"1")]
+
+
+def test_heads_refused_or_in_pieces_are_not_kept():
+    parsed: dict = {}
+    c = Conn(parsed=parsed)
+    c.send(b"GET / HTTP/1.1\r\nHo")
+    c.send(b"st: x\r\n\r\n")
+    for _ in range(2):
+        bad = Conn(parsed=parsed)
+        bad.send(get("/", "Host: y"))                # two Host fields
+        assert bad.statuses() == [400]
+    assert parsed == {}
+
+
+def test_heads_parsed_stay_bounded_however_many_clients_send():
+    parsed: dict = {}
+    c = Conn(parsed=parsed)
+    for i in range(protocol._PARSED_KEPT + 10):
+        (req,) = c.send(get(f"/{i}"))
+        c.answer(req)
+    assert 0 < len(parsed) <= protocol._PARSED_KEPT
+
+
 def test_a_head_too_slow_gets_408():
     c = Conn(Limits(header_timeout=5))
     c.send(b"GET / HTTP/1.1\r\n")
