@@ -132,7 +132,7 @@ def conditions(req: Any) -> list[str | None]:
     one pass over the headers (most requests have none of them: this is on every cache hit)."""
     found: list[str | None] = [None] * len(_CONDITIONS)
     for name, value in req.headers:
-        i = _CONDITIONS.get(name.lower())
+        i = _CONDITIONS.get(name)
         if i is not None and found[i] is None:
             found[i] = value.decode("latin-1")
     return found

@@ -24,7 +24,6 @@ import contextlib
 import functools
 import inspect
 import logging
-import operator
 import os
 import traceback
 from collections.abc import Callable
@@ -104,15 +103,6 @@ def _head_bytes(fields: list[tuple[bytes, bytes]], length: int | None) -> bytes:
     return head
 
 
-_names, _values = operator.itemgetter(0), operator.itemgetter(1)
-
-
-def _lowered(fields: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """``fields`` with lower-case names, as ASGI has them. In C, with no Python per field: a
-    browser sends a dozen or more on every request."""
-    return list(zip(map(bytes.lower, map(_names, fields)), map(_values, fields), strict=True))
-
-
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
     """A callback for another thread that resolves ``future`` on ``loop``."""
     def wake() -> None:
@@ -174,7 +164,7 @@ class AsgiHandler(EventHandler):
             "raw_path": raw_path,
             "query_string": req.query.encode("latin-1"),
             "root_path": self.root_path,
-            "headers": _lowered(req.headers),
+            "headers": req.headers,            # (lower-cased as parsed; the request's own)
             "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
             "server": self.server,
             "state": dict(self.lifespan.state),

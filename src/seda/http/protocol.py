@@ -98,17 +98,6 @@ _ROLES = {b"host": _HOST, b"content-length": _LENGTH, b"transfer-encoding": _COD
           b"expect": _EXPECT, b"connection": _CONNECTION, b"upgrade": _UPGRADE,
           **dict.fromkeys((b"if-match", b"if-none-match", b"if-modified-since",
                            b"if-unmodified-since", b"if-range", b"range"), _CONDITION)}
-# The role of each field name as clients spell it ("Host", "user-agent"), for the first few
-# hundred spellings seen: a lookup instead of a lower() per field per request.
-_ROLE_OF: dict[bytes, int] = {}
-_SPELLINGS_KEPT = 512
-
-
-def _role(name: bytes) -> int:
-    role = _ROLES.get(name.lower(), _OTHER)
-    if len(_ROLE_OF) < _SPELLINGS_KEPT:
-        _ROLE_OF[name] = role
-    return role
 # RFC 9112 3.2 / RFC 3986 3.2.2: uri-host [ ":" port ]
 _VALID_HOST = re.compile(rb"(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -165,7 +154,7 @@ def _request_parts(method: bytes, url: bytes, headers: Iterable[tuple[bytes, byt
         if parsed.host:                        # the target's host, not the Host field
             host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
                                                                         parsed.port)
-            headers = [(k, host if k.lower() == b"host" else v) for k, v in headers]
+            headers = [(k, host if k == b"host" else v) for k, v in headers]
     return method.decode("ascii"), target, path, query, tuple(headers)
 
 
@@ -488,9 +477,10 @@ class ServerProtocol:
             raise _Refuse(responses.uri_too_long())
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        # llhttp drops the whitespace before a value; what trails it is not part of it either
-        # (RFC 9110 5.5)
-        self._headers.append((name, value.rstrip(b" \t")))
+        # Names in lower case, once, as h11 and ASGI have them (RFC 9110 5.1: case does not
+        # matter). llhttp drops the whitespace before a value; what trails it is not part of
+        # it either (RFC 9110 5.5).
+        self._headers.append((name.lower(), value.rstrip(b" \t")))
 
     def on_headers_complete(self) -> None:
         self.client = _CLIENT[self.client]["head"]
@@ -527,9 +517,7 @@ class ServerProtocol:
         chunked = upgrade = False
         keep = version == "1.1"                # unless it says otherwise (RFC 9112 9.3)
         for k, v in headers:                   # one pass; a field's role looked up once
-            role = _ROLE_OF.get(k)
-            if role is None:
-                role = _role(k)
+            role = _ROLES.get(k, _OTHER)
             if role is _OTHER:
                 continue
             if role is _HOST:

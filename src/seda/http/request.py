@@ -24,8 +24,9 @@ class Responder(Protocol):
 
 
 class HttpRequest:
-    """One parsed request. ``headers`` keeps the raw (name, value) byte pairs in arrival order
-    (values without surrounding whitespace); ``header(name)`` finds one case-insensitively.
+    """One parsed request. ``headers`` keeps the (name, value) byte pairs in arrival order,
+    names in lower case and values without surrounding whitespace; a list of the request's
+    own. ``header(name)`` finds one case-insensitively.
     ``respond(response)`` may be called from any thread; responses go out in request order even
     when answered out of order. A large or chunked body arrives as ``stream`` (a BodyReader)
     while ``body`` stays empty; trailer fields of a chunked body are in ``trailers`` once the
@@ -54,7 +55,7 @@ class HttpRequest:
         """The first value of header ``name`` (any case), decoded as latin-1; None if absent."""
         key = name.lower().encode("latin-1")
         for k, v in self.headers:
-            if k.lower() == key:
+            if k == key:
                 return v.decode("latin-1")
         return None
 

@@ -127,7 +127,7 @@ class WebSocket:
             "raw_path": raw_path,
             "query_string": req.query.encode("latin-1"),
             "root_path": handler.root_path,
-            "headers": [(name.lower(), value) for name, value in req.headers],
+            "headers": req.headers,
             "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
             "server": handler.server,
             "subprotocols": list(self.handshake.subprotocols),  # type: ignore[union-attr]  # started

@@ -156,16 +156,15 @@ class WsgiHandler(EventHandler):
 
     def _key(self, name: bytes) -> str:
         """The environ key of a header field name, "" to drop it; the first few hundred names
-        seen are remembered (clients send the same few)."""
-        lower = name.lower()
-        key = _SPECIAL.get(lower)
+        seen are remembered (clients send the same few). Names come in lower case."""
+        key = _SPECIAL.get(name)
         if key is None:
             # (find, not "in": CPython's bytes.__contains__ first tries the needle as an int,
             # and the TypeError it raises and clears costs more than the rest of this)
             if not self.underscore_headers and name.find(b"_") >= 0:
                 key = ""
             else:
-                key = "HTTP_" + lower.decode("latin-1").upper().replace("-", "_")
+                key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
         if len(self._keys) < _KEYS_KEPT:
             self._keys[name] = key
         return key

@@ -77,7 +77,7 @@ def test_http_client_keep_alive_query_headers_and_body(address):
     info = json.loads(r.read())
     assert r.status == 200 and r.getheader("content-type") == "application/json"
     assert r.getheader("date").endswith("GMT")
-    assert info["query"] == "a=1&b=%20" and ["X-Thing", "yes"] in info["headers"]
+    assert info["query"] == "a=1&b=%20" and ["x-thing", "yes"] in info["headers"]
     sock = c.sock
     c.request("POST", "/echo", body=b"payload")
     info = json.loads(c.getresponse().read())
@@ -284,7 +284,7 @@ def test_trailers_stay_out_of_the_headers(address):
     out = raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                        b"3\r\nabc\r\n0\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n")
     (info,) = echoed(out)
-    assert info["body"] == "abc" and ["X-Forwarded-For", "6.6.6.6"] not in info["headers"]
+    assert info["body"] == "abc" and ["x-forwarded-for", "6.6.6.6"] not in info["headers"]
 
 
 def test_values_lose_trailing_whitespace_and_expect_is_understood(address):
@@ -298,7 +298,7 @@ def test_values_lose_trailing_whitespace_and_expect_is_understood(address):
         while chunk := s.recv(65536):
             out += chunk
     (info,) = echoed(out)
-    assert ["X-Value", "abc"] in info["headers"] and info["body"] == "ok"
+    assert ["x-value", "abc"] in info["headers"] and info["body"] == "ok"
 
 
 @pytest.mark.parametrize("request_bytes, check", [
