@@ -5,7 +5,6 @@ is wrong, never a traceback."""
 from __future__ import annotations
 
 import argparse
-import gc
 import getpass
 import logging
 import os
@@ -268,14 +267,11 @@ def _serve(args: argparse.Namespace) -> None:
     except BaseException:
         rt.stop()
         raise
-    gc.collect()                               # as Haboob's: full collections skip the
-    try:                                       # imports (their garbage collected first,
-        rt.start()                             # before the loop serves anyone)
+    try:
+        rt.start(freeze=True)                  # as Haboob's: full collections skip the imports
     except RuntimeError as exc:                # --redis: Redis out of reach
         service.close()
         raise Failure(str(exc)) from None
-    gc.collect(1)                              # what the start made and dropped
-    gc.freeze()
     try:
         if worker:
             os.write(args.ready_fd, b"1")

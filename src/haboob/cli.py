@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import os
 import queue
 import signal
@@ -136,23 +135,13 @@ def serve(options: Options, ready_fd: int | None = None) -> int:
         rt.stop()
         say(f"cannot listen on {hostport(options.host, options.port)}: {exc.strerror}")
         return 1
-    # What the imports made lives as long as the process: out of the collector's sight (the
-    # freeze below), a full collection walks only what serving made. With Django and Flask
-    # loaded, one took 40 ms, every thread stopped (the GIL is held throughout). Their garbage
-    # is collected first (frozen, it never would be), and before the start: once the loop
-    # runs, clients are waiting (wrk's first requests waited 10-20 ms behind it).
-    gc.collect()
     try:
-        rt.start()
+        rt.start(freeze=True)
     except RuntimeError as exc:             # an application's startup failed: say what it said
         if not isinstance(exc.__cause__, LifespanFailed):
             raise
         say(f"application startup failed: {exc.__cause__}")
         return 1
-    # The same for what the applications' startup made: it is all in the young generations,
-    # so collecting those takes only as long as the startup made objects.
-    gc.collect(1)
-    gc.freeze()
     try:
         if worker:
             os.write(ready_fd, b"1")

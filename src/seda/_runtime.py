@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -219,8 +220,18 @@ class Runtime:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Run every stage's ``init``, start the threads, then publish ``StagesInitialized``."""
+    def start(self, *, freeze: bool = False) -> None:
+        """Run every stage's ``init``, start the threads, then publish ``StagesInitialized``.
+        ``freeze``, for a service that runs until stopped: what exists once it has started
+        is moved out of the garbage collector's sight (``gc.freeze``), its garbage first."""
+        # What the imports made lives as long as the process: frozen, a full collection walks
+        # only what serving made (with Django and Flask loaded, one took 40 ms, every thread
+        # stopped). Their garbage is collected first (frozen, it never would be), before the
+        # start: once the loop runs, clients are waiting (wrk's first requests waited 10-20 ms
+        # behind it). What the stages' start made is all in the young generations after it,
+        # so collecting those takes only as long as the start made objects.
+        if freeze:
+            gc.collect()
         with self._lock:
             if self._state != "new":
                 raise RuntimeError(f"the runtime is already {self._state}")
@@ -245,6 +256,9 @@ class Runtime:
                 self.stop(timeout=1.0)
                 raise
             self._state = "running"
+        if freeze:
+            gc.collect(1)
+            gc.freeze()
         if self._profile is not None:
             self.start_profiler(*self._profile)
         self.signals.publish(StagesInitialized(tuple(self._stages)))

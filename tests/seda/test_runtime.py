@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import weakref
 
 import pytest
 
@@ -215,3 +217,40 @@ def test_no_event_is_handled_before_every_stage_has_run_init():
         assert handled.wait(WAIT) and second.early is False
     finally:
         rt.stop()
+
+
+class _MakesACycle(seda.EventHandler):
+    """Its init leaves a cycle behind, as an application's startup does."""
+
+    def init(self, ctx):
+        cycle: list = []
+        cycle.append(cycle)
+        self.left = weakref.ref(_Ref(cycle))
+
+    def handle_event(self, ev):
+        pass
+
+
+class _Ref:
+    def __init__(self, cycle):
+        self.cycle = cycle
+        cycle.append(self)
+
+
+def test_a_service_started_frozen_has_its_startup_garbage_collected_and_the_rest_frozen():
+    gc.collect()
+    before = gc.get_freeze_count()
+    gc.disable()                                  # only the start's collections may run
+    try:
+        rt = seda.Runtime()
+        handler = _MakesACycle()
+        rt.add_stage("cycle", handler)
+        rt.start(freeze=True)
+        try:
+            assert handler.left() is None          # its garbage was collected, not frozen
+            assert gc.get_freeze_count() > before  # what lives on is out of the collector's sight
+        finally:
+            rt.stop()
+    finally:
+        gc.unfreeze()
+        gc.enable()
