@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 
 import httpx
@@ -100,7 +101,18 @@ def answer(url: str, method: str, path: str, kwargs: dict) -> tuple:
 def test_haboob_and_uvicorn_answer_alike(servers, framework, case):
     haboob, uvi = (answer(servers[framework][kind][0].urls["/"], *CASES[case])
                    for kind in SERVERS)
+    if case.endswith("upload"):
+        haboob, uvi = _unstreamed(haboob), _unstreamed(uvi)
     assert haboob == uvi
+
+
+def _unstreamed(answer: tuple) -> tuple:
+    """An upload's answer without whether the body came in pieces: a framework that reads the
+    body in a task of its own (Quart) may have it whole before the handler looks, on either
+    server, as the scheduler has it (test_a_large_upload_is_read_as_a_stream checks it)."""
+    status, fields, content = answer
+    digest = {k: v for k, v in json.loads(content).items() if k != "streamed"}
+    return status, [f for f in fields if f[0] != "content-length"], digest
 
 
 # -- what the applications rely on, on both -------------------------------------------------------

@@ -114,7 +114,7 @@ class Dechunker:
         m = _FIELD.fullmatch(line)
         if m is None:
             raise ChunkError("bad trailer field")
-        name = m.group(1)
-        if name.lower() in FORBIDDEN_TRAILERS:
+        name = m.group(1).lower()              # as the header fields' names are
+        if name in FORBIDDEN_TRAILERS:
             raise ChunkError(f"{name.decode()} is not allowed in a trailer")
         self.trailers.append((name, m.group(2)))

@@ -408,7 +408,8 @@ class ServerProtocol:
         if self.client is not BODY:            # the head goes on in the next packet
             return rest
         self._head_bytes = 0
-        if whole is not None and not self._upgrade:   # (a server stopping reads no new head)
+        # (a head read while stopping is not kept: it says close because we stop)
+        if whole is not None and not (self._upgrade or self.stopping):
             parsed = self.parsed
             if len(parsed) >= _PARSED_KEPT:    # (full of heads seen once: start again)
                 parsed.clear()
@@ -514,8 +515,7 @@ class ServerProtocol:
         host: bytes | None = None
         length = 0
         plain = True
-        chunked = upgrade = False
-        keep = version == "1.1"                # unless it says otherwise (RFC 9112 9.3)
+        chunked = upgrade = close = keep_alive = False
         for k, v in headers:                   # one pass; a field's role looked up once
             role = _ROLES.get(k, _OTHER)
             if role is _OTHER:
@@ -543,10 +543,8 @@ class ServerProtocol:
                 self._expect = version == "1.1"
             elif role is _CONNECTION:
                 options = [c.strip() for c in v.lower().split(b",")]
-                if b"close" in options:
-                    keep = False
-                elif b"keep-alive" in options:
-                    keep = True
+                close = close or b"close" in options       # in any field (RFC 9112 9.6)
+                keep_alive = keep_alive or b"keep-alive" in options
             elif role is _UPGRADE:             # (a ready answer may ignore it: RFC 9110 7.8)
                 upgrade = True
             else:
@@ -556,8 +554,15 @@ class ServerProtocol:
         if length > limits.max_body:
             raise _Refuse(responses.payload_too_large())
         self._plain = plain and self.answers is not None and method == b"GET"
-        # HTTP/1.0 with Transfer-Encoding: the framing is suspect; close after it (9112 6.1)
+        # HTTP/1.1 keeps the connection unless it says close (RFC 9112 9.3). HTTP/1.0 with
+        # Transfer-Encoding: the framing is suspect; close after it (9112 6.1).
+        keep = not close and (version == "1.1" or keep_alive)
         self._keep = keep and not self.stopping and not (chunked and version == "1.0")
+        if self._keep and not parser.should_keep_alive():
+            # llhttp would close (a Proxy-Connection: close, which we ignore as nginx does)
+            # and refuse whatever came next on this parser: the next head gets a fresh one,
+            # as it does when taken from ``parsed``
+            self.parser = None
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
         self._upgrade = upgrade
 
@@ -640,7 +645,10 @@ class ServerProtocol:
         """The request's message has ended: answer or dispatch it (unless it went already).
         ``head``: the request's whole head, if it came in one piece and no body followed."""
         if self.client is DISCARD:             # the body of a request answered already
-            self._client("end")
+            if self.stopping:                  # its answer was the last (see stop)
+                self._stop(self.next_seq - 1)
+            else:
+                self._client("end")
             return
         framing = self._framing
         request, reader = self._request, self._reader

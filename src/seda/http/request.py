@@ -55,7 +55,7 @@ class HttpRequest:
         """The first value of header ``name`` (any case), decoded as latin-1; None if absent."""
         key = name.lower().encode("latin-1")
         for k, v in self.headers:
-            if k == key:
+            if k.lower() == key:               # (lower already, unless made elsewhere)
                 return v.decode("latin-1")
         return None
 

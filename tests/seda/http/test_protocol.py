@@ -136,7 +136,7 @@ def test_any_packetisation_of_a_pipelined_stream_gives_the_same_requests(sizes):
     reqs = c.requests()
     assert [(r.path, r.body) for r in reqs] == [("/a", b""), ("/c", b"wikipedia"),
                                                ("/p", b"xyz"), ("/z", b"")]
-    assert reqs[1].trailers == [(b"X-Trace", b"7")]
+    assert reqs[1].trailers == [(b"x-trace", b"7")]
 
 
 def test_expect_100_continue_is_answered_when_its_turn_comes():
@@ -284,7 +284,7 @@ def test_trailers_reach_the_application_apart_from_the_headers():
     (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                     b"3\r\nabc\r\n0\r\nX-Forwarded-For: 6.6.6.6\r\nX-Checksum: 12 \r\n\r\n")
     assert req.body == b"abc"
-    assert req.trailers == [(b"X-Forwarded-For", b"6.6.6.6"), (b"X-Checksum", b"12")]
+    assert req.trailers == [(b"x-forwarded-for", b"6.6.6.6"), (b"x-checksum", b"12")]
     assert req.header("x-forwarded-for") is None
 
 
@@ -585,6 +585,41 @@ def test_heads_refused_or_in_pieces_are_not_kept():
         bad.send(get("/", "Host: y"))                # two Host fields
         assert bad.statuses() == [400]
     assert parsed == {}
+
+
+def test_close_in_any_connection_field_closes_however_often_the_head_comes():
+    """RFC 9112 9.6: close in any Connection field wins, on the head's first coming as on its
+    next (taken from those parsed before, with no llhttp to remember it)."""
+    head = get("/a", "Connection: close", "Connection: keep-alive")
+    parsed: dict = {}
+    for _ in range(2):
+        c = Conn(parsed=parsed)
+        (req,) = c.send(head)
+        assert not req.keep_alive
+        c.answer(req)
+        assert c.closed and c.send(head) == []
+
+
+@pytest.mark.parametrize("then", ["the same head", "another head"])
+def test_proxy_connection_close_is_ignored_and_the_connection_goes_on(then):
+    """As nginx, the obsolete Proxy-Connection says nothing to a server; llhttp takes it for
+    close, so the head after it is parsed afresh rather than refused."""
+    head = get("/a", "Proxy-Connection: close")
+    c = Conn()
+    (first,) = c.send(head)
+    c.answer(first)
+    (second,) = c.send(head if then == "the same head" else get("/b"))
+    c.answer(second)
+    assert c.statuses() == [200, 200] and not c.closed
+
+
+def test_stopping_while_a_body_is_discarded_reads_no_request_after_it():
+    c = Conn(Limits(stream_body_over=4), parsed={})
+    (up,) = c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+    c.answer(up)                                     # before its body came: the rest is dropped
+    c._keep(c.p.stop(c.now))
+    assert c.send(b"67890" + get("/n")) == [CLOSE]            # no request: it closes
+    assert get("/n") not in c.p.parsed
 
 
 def test_heads_parsed_stay_bounded_however_many_clients_send():
