@@ -7,8 +7,10 @@ and 1024 connections; each server alone on core 0, wrk on core 1, repeated for m
 
 Reports each server's median requests per second and p99 for each application, and the
 median of Haboob's per-run ratios to uvicorn (goals: at least 2x on the plain application,
-ahead on FastAPI). Writes asgi_refbench.md in docs/results/ (not with --quick). Needs wrk and
-taskset; hypercorn is measured where it is installed.
+ahead on FastAPI). Beside them, ``bound``: the least a staged ASGI server can do
+(baselines/staged_asgi.py, Haboob's design with none of a server's duties), and its ratio.
+Writes asgi_refbench.md in docs/results/ (not with --quick). Needs wrk and taskset; hypercorn
+is measured where it is installed.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def servers(app: str, port: int) -> dict[str, list[str]]:
     if importlib.util.find_spec("hypercorn") is not None:
         out["hypercorn"] = [sys.executable, "-m", "hypercorn", app, "--bind", bind,
                             "--worker-class", "uvloop", "--log-level", "warning"]
+    out["bound"] = [sys.executable, "-m", "benchmarks.baselines.staged_asgi", app, "--bind", bind]
     return out
 
 
@@ -60,10 +63,11 @@ def one_run(names: list[str], conns: tuple[int, ...], seconds: int,
 
 
 def table(runs: list[dict], names: list[str], conns: tuple[int, ...]) -> str:
-    """Medians over the runs, and Haboob's per-run ratio to uvicorn."""
-    head = ("| application | connections | " + " | ".join(f"{n} req/s (p99 ms)" for n in names)
-            + (" | haboob / uvicorn |" if {"haboob", "uvicorn"} <= set(names) else " |"))
-    rows = [head, "|---|---:|" + "---:|" * (len(names) + head.endswith("uvicorn |"))]
+    """Medians over the runs, and Haboob's (and the bound's) per-run ratio to uvicorn."""
+    against = [n for n in ("haboob", "bound") if n in names] if "uvicorn" in names else []
+    columns = [f"{n} req/s (p99 ms)" for n in names] + [f"{n} / uvicorn" for n in against]
+    rows = ["| application | connections | " + " | ".join(columns) + " |",
+            "|---|---:|" + "---:|" * (len(names) + len(against))]
     for label in APPS:
         for c in conns:
             cells = []
@@ -71,8 +75,8 @@ def table(runs: list[dict], names: list[str], conns: tuple[int, ...]) -> str:
                 rps = statistics.median(r[(n, label, c)][0] for r in runs)
                 p99 = statistics.median(r[(n, label, c)][1] for r in runs)
                 cells.append(f"{rps:,.0f} ({p99:.1f})")
-            if head.endswith("uvicorn |"):
-                ratio = statistics.median(r[("haboob", label, c)][0] / r[("uvicorn", label, c)][0]
+            for n in against:
+                ratio = statistics.median(r[(n, label, c)][0] / r[("uvicorn", label, c)][0]
                                           for r in runs)
                 cells.append(f"{ratio:.2f}x")
             rows.append(f"| {label} | {c} | " + " | ".join(cells) + " |")
