@@ -230,11 +230,9 @@ class ServerProtocol:
         "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
         "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
         "_request", "_start", "_tail", "_taken", "_upgrade", "_url", "_version", "answers",
-        "client",
-        "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq", "limits",
-        "log", "next_seq", "out", "owed", "parsed", "parser", "peer", "ready", "scheme",
-        "send_seq",
-        "server", "stats", "stopping", "streaming", "wake", "wants_input",
+        "client", "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq",
+        "limits", "log", "next_seq", "out", "owed", "parsed", "parser", "peer", "ready",
+        "scheme", "send_seq", "server", "stats", "stopping", "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
