@@ -23,6 +23,7 @@ import sys
 
 from benchmarks.results import result_path
 from benchmarks.serving import free_port, server
+from benchmarks.steal import Steal
 from benchmarks.wrk import measure
 
 APPS = {"plain ASGI": "benchmarks.asgi_apps:hello", "FastAPI": "benchmarks.fastapi_apps:hello"}
@@ -104,14 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown or missing servers {sorted(unknown)}; these can run: {known}")
     runs = []
-    for i in range(runs_wanted):
-        runs.append(one_run(names, conns, seconds, warm=not args.quick))
-        print(f"run {i + 1}: " + ", ".join(f"{k[0]}/{k[1]}@{k[2]}={v[0]:.0f}"
-                                           for k, v in sorted(runs[-1].items())), flush=True)
+    with Steal() as steal:
+        for i in range(runs_wanted):
+            runs.append(one_run(names, conns, seconds, warm=not args.quick))
+            print(f"run {i + 1}: " + ", ".join(f"{k[0]}/{k[1]}@{k[2]}={v[0]:.0f}"
+                                               for k, v in sorted(runs[-1].items())),
+                  flush=True)
     text = table(runs, names, conns)
     if not args.quick:
         text += (f"\nMedians of {runs_wanted} runs of {seconds} s per point; each server "
-                 "alone on core 0, wrk -t1 on core 1, keep-alive, a 1 KB answer.\n")
+                 "alone on core 0, wrk -t1 on core 1, keep-alive, a 1 KB answer. "
+                 f"{steal.sentence()}\n")
         result_path("asgi_refbench.md").write_text(text)
     print(text)
     return 0

@@ -27,6 +27,7 @@ from pathlib import Path
 from benchmarks import wrk
 from benchmarks.loadgen import make_fileset, specweb99
 from benchmarks.serving import REPO, cpu_seconds, free_port, server
+from benchmarks.steal import Steal
 
 APP = "benchmarks.wsgi_apps:hello"
 MIX_PATHS = 600_000          # the mix's sequence of paths; each run starts at its own place
@@ -72,7 +73,7 @@ def main() -> None:
     parser.add_argument("--mix-mb", type=int, default=2000,
                         help="its size, MiB (Haboob's page cache: 200)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="haboob-ab-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="haboob-ab-") as tmp, Steal() as steal:
         root = Path(tmp)
         rng = random.Random(7)                    # the same 1 KB file as refbench.sh
         (root / "index.html").write_bytes(bytes(rng.choice(b"abcdefghij") for _ in range(1024)))
@@ -116,7 +117,8 @@ def main() -> None:
         else:
             row += " | |"
         print(row)
-    print(f"\nMedians of {args.runs} runs, {args.seconds} s each, {args.conns} connections.")
+    print(f"\nMedians of {args.runs} runs, {args.seconds} s each, {args.conns} connections. "
+          + steal.sentence())
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from benchmarks import wrk
 from benchmarks.asgi_apps import BODY
 from benchmarks.results import result_path
 from benchmarks.serving import REPO, free_port, server
+from benchmarks.steal import Steal
 from benchmarks.webstudy.servers import nginx_command
 
 POINTS = (50, 90, 95, 99, 99.9)
@@ -50,7 +51,7 @@ def main() -> None:
     conns = [int(c) for c in args.conns.split(",")]
     # (server, conns) -> one (req/s, {percentile: ms}) per run
     seen: dict[tuple[str, int], list[tuple[float, dict[float, float]]]] = {}
-    with tempfile.TemporaryDirectory(prefix="haboob-latency-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="haboob-latency-") as tmp, Steal() as steal:
         work = Path(tmp)
         work.chmod(0o755)                      # nginx's worker runs as nobody
         (work / "www").mkdir()
@@ -79,7 +80,7 @@ def main() -> None:
                      + " | ".join(f"{ms:.3f}" for ms in cells) + " |")
     table = ("\n".join(lines) + f"\n\nMilliseconds; medians of {args.runs} runs of "
              f"{args.seconds} s per point, each server alone on core 0, wrk -t1 on core 1, "
-             "keep-alive, refbench's 1 KB file.\n")
+             f"keep-alive, refbench's 1 KB file. {steal.sentence()}\n")
     result_path("haboob_latency.md").write_text(
         "# Haboob's latency distribution beside nginx's\n\n"
         "    python -m benchmarks.haboob_latency " + " ".join(sys.argv[1:]) + "\n\n" + table)

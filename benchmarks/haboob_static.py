@@ -48,6 +48,7 @@ from benchmarks.asgi_apps import BODY
 from benchmarks.loadgen import make_fileset, specweb99
 from benchmarks.results import RESULTS
 from benchmarks.serving import free_port, server
+from benchmarks.steal import Steal, describe
 from benchmarks.webstudy.servers import nginx_binary, nginx_command
 
 SERVERS = ("nginx", "uvicorn", "haboob")
@@ -245,7 +246,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"    {results['command']}", "",
         f"Medians of {s['runs']} runs of {s['seconds']} s per point; each server alone on core "
         f"0, wrk -t1 on core 1, keep-alive connections, {s['warmup']} s of warm-up per server "
-        f"start. Cells are requests/s (p99 ms); ratios are medians of Haboob's per-run ratios.",
+        f"start. Cells are requests/s (p99 ms); ratios are medians of Haboob's per-run ratios. "
+        + describe(results.get("steal")),
         "", "| workload | connections | " + " | ".join(f"{n} req/s (p99 ms)" for n in names)
         + "".join(f" | haboob / {n}" for n in others) + " |",
         "|---|---:|" + "---:|" * (len(names) + len(others))]
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", "-m", "benchmarks.haboob_static",
                                *(argv if argv is not None else sys.argv[1:])]),
         "settings": asdict(settings), "tls": {}, "mix": {}, "runs": []}
-    with tempfile.TemporaryDirectory(prefix="haboob-static-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="haboob-static-") as tmp, Steal() as steal:
         site, results["mix"] = build_site(Path(tmp), settings)
         for i in range(settings.runs):
             run: list[dict[str, Any]] = []
@@ -367,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             results["runs"].append(run)
             print(f"run {i + 1}: " + ", ".join(f"{r['server']}/{r['workload']}@{r['conns']}="
                                                f"{r['rps']:.0f}" for r in run), flush=True)
+    results["steal"] = steal.share
     (out / "haboob_static.json").write_text(json.dumps(results, indent=1) + "\n")
     text = markdown(results)
     (out / "haboob_static.md").write_text(text)
