@@ -525,9 +525,7 @@ def test_heads_kept_stay_bounded_however_many_clients_send():
     assert heads == {}
 
 
-# -- time -----------------------------------------------------------------------------------------
-
-# -- heads parsed before ----------------------------------------------------------------------
+# -- heads parsed before --------------------------------------------------------------------------
 
 _SEEN_BEFORE = [
     get("/a?q=1#frag", "X-Thing: yes "),
@@ -618,7 +616,7 @@ def test_stopping_while_a_body_is_discarded_reads_no_request_after_it():
     (up,) = c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
     c.answer(up)                                     # before its body came: the rest is dropped
     c._keep(c.p.stop(c.now))
-    assert c.send(b"67890" + get("/n")) == [CLOSE]            # no request: it closes
+    assert c.send(b"67890" + get("/n")) == [CLOSE]   # no request read: it closes
     assert get("/n") not in c.p.parsed
 
 
@@ -630,6 +628,8 @@ def test_heads_parsed_stay_bounded_however_many_clients_send():
         c.answer(req)
     assert 0 < len(parsed) <= protocol._PARSED_KEPT
 
+
+# -- time -----------------------------------------------------------------------------------------
 
 def test_a_head_too_slow_gets_408():
     c = Conn(Limits(header_timeout=5))
