@@ -34,10 +34,16 @@ def test_a_flood_is_refused_on_every_node(redis_url, client):
         rt.start()
     try:
         accepted = 0
-        while a.sink("s").enqueue_lossy({"n": accepted}):     # node a is flooded
-            accepted += 1
-            assert accepted <= limit
-        assert accepted == limit and a.stats()["s"]["rejected"] == 1
+        while True:
+            while a.sink("s").enqueue_lossy({"n": accepted}):     # node a is flooded
+                accepted += 1
+                assert accepted <= limit                          # never late
+            if accepted == limit:
+                break
+            # Refused early: an event added while a survey was on its way counts twice until
+            # the next survey (pool.py). Once that has looked, the flood goes on.
+            until(lambda: len(a.sink("s")), lambda n, now=accepted: n == now)
+        assert a.stats()["s"]["rejected"] >= 1
         # node b sees the same stream: once it has looked, it refuses too
         until(lambda: len(b.sink("s")), lambda n: n >= limit)
         assert not b.sink("s").enqueue_lossy({"n": -1})
