@@ -369,8 +369,7 @@ class ServerProtocol:
                 if seen is not None and self._answer_at_once(*seen):
                     return data[end + 4:]
                 known = self.parsed.get(whole)
-                if known is not None:
-                    self.deadline = self._now + self.limits.header_timeout
+                if known is not None:          # (whole: no head deadline; a body sets its own)
                     self._take(known)
                     return self._head_complete(whole, True, data[end + 4:])
             self.client = _CLIENT[IDLE]["begin"]
