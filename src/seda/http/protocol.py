@@ -736,7 +736,7 @@ class ServerProtocol:
         ready.hits += 1
         response = ready.response
         if keep and version == "1.1":
-            self.out.append(response.whole())
+            self.out.append(response.whole(self._now))
         else:
             self.out += response.encode(False, keep, version == "1.0")[0]
         self.stats.statuses[response.status] += 1

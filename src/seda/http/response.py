@@ -26,7 +26,8 @@ _STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatu
 _NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
 _WHOLE = (bytes, bytearray, memoryview)
 
-_next_second = 0.0           # when the Date line below goes stale
+_next_second = 0.0           # when the Date line below goes stale (time.time())
+_stale_at = 0.0              # the same moment by time.monotonic(), for Prepared.whole
 _date = b""
 _starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this second's Date
 
@@ -47,11 +48,13 @@ def _date_line() -> bytes:
 
 
 def _renew() -> None:
-    global _next_second, _date, _starts
-    now = int(time.time())
-    _date = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
+    global _next_second, _stale_at, _date, _starts
+    now = time.time()
+    second = int(now)
+    _date = b"date: " + formatdate(second, usegmt=True).encode() + b"\r\n"
     _starts = {}                               # (replaced, not cleared: other threads read it)
-    _next_second = now + 1
+    _next_second = second + 1.0
+    _stale_at = time.monotonic() + (_next_second - now)
 
 
 def _head_start(status: int, http10: bool, reason: str | None) -> bytes:
@@ -193,16 +196,18 @@ class Prepared:
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         if keep_alive and not (http10 or head_only):
-            return [self.whole()], True
+            return [self.whole(time.monotonic())], True
         connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
                       else b"" if keep_alive else b"connection: close\r\n")
         status = _status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
         body = b"" if head_only else self.body
         return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
 
-    def whole(self) -> bytes:
-        """The answer to a keep-alive HTTP/1.1 GET, the usual request: made once a second."""
-        if time.time() >= _next_second:        # (_date_line() inlined: once per request)
+    def whole(self, now: float) -> bytes:
+        """The answer to a keep-alive HTTP/1.1 GET, the usual request: made once a second.
+        ``now``: ``time.monotonic()``, as the caller read it for its batch (a wall clock
+        read per request cost as much as the rest of this)."""
+        if now >= _stale_at:
             _renew()
         if _date is not self._date:
             self._whole = b"".join((_status_line(self.status), _date, self.head, b"\r\n",

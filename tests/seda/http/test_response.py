@@ -1,11 +1,13 @@
 """A streamed body written from an event loop: write_nowait never blocks, and says when to wait
-for when_writable (the blocking write is tested through the server in test_server.py)."""
+for when_writable (the blocking write is tested through the server in test_server.py). A
+prepared answer's Date."""
 
 from __future__ import annotations
 
 import pytest
 
-from seda.http import StreamBody
+from seda.http import Prepared, StreamBody
+from seda.http import response as response_module
 
 
 def test_write_nowait_says_when_the_socket_is_behind_and_when_writable_when_it_caught_up():
@@ -31,3 +33,36 @@ def test_a_gone_connection_wakes_the_waiting_producer_and_refuses_more():
     assert writable == [True]
     with pytest.raises(ConnectionError):
         body.write_nowait(b"more")
+
+
+class _Clock:
+    """Wall and monotonic clocks that move together, by hand."""
+
+    def __init__(self, wall: float, mono: float) -> None:
+        self.wall, self.mono = wall, mono
+
+    def time(self) -> float:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+def test_a_prepared_answer_carries_the_date_of_the_second_it_is_sent_in(monkeypatch):
+    clock = _Clock(wall=1_000_000_000.5, mono=50.0)   # half past 01:46:40 UTC, 9 Sep 2001
+    monkeypatch.setattr(response_module, "time", clock)
+    for name in ("_date", "_next_second", "_stale_at", "_starts"):   # restored after the test
+        monkeypatch.setattr(response_module, name, getattr(response_module, name))
+    response_module._stale_at = 0.0
+    answer = Prepared(200, b"content-length: 2\r\n", b"hi")
+    first = answer.whole(clock.monotonic())
+    assert first.startswith(b"HTTP/1.1 200 OK\r\ndate: Sun, 09 Sep 2001 01:46:40 GMT\r\n")
+    assert first.endswith(b"\r\n\r\nhi")
+    clock.advance(0.4)                                 # the same second: the same bytes
+    assert answer.whole(clock.monotonic()) is first
+    clock.advance(0.2)                                 # the next one, told by the monotonic clock
+    assert b"date: Sun, 09 Sep 2001 01:46:41 GMT\r\n" in answer.whole(clock.monotonic())
