@@ -1,9 +1,9 @@
 """Haboob's stages (thesis 6.1, Fig. 36): HttpRecv dispatches, PageCache answers from memory,
 CacheMiss reads from disk, and each WSGI or ASGI application runs in a stage of its own.
 
-    http (seda.http) -> haboob.recv -> haboob.cache -> haboob.miss (pool)
-                                  \\-> one stage per mounted application (a pool for WSGI,
-                                      an asyncio loop for ASGI)
+    http (seda.http, routing with HttpRecv) -> haboob.cache -> haboob.miss (pool)
+                                           \\-> one stage per mounted application (a pool
+                                               for WSGI, an asyncio loop for ASGI)
 
 Only the PageCache stage touches the cache: CacheMiss sends what it loaded back as an event.
 """
@@ -182,40 +182,43 @@ def forward(sink: Any, req: Any) -> None:
         req.respond(responses.service_unavailable())
 
 
-class HttpRecv(seda.EventHandler):
+class HttpRecv:
     """Sends each request to the application mounted at the longest matching prefix, or to
     the page cache. With files to serve, an application mounted at / gets what no file
-    answers (through CacheMiss) and every request that is not a GET or HEAD."""
+    answers (through CacheMiss) and every request that is not a GET or HEAD.
 
-    def __init__(self, routes: list[tuple[str, Any]], static: bool) -> None:
+    Not a stage of its own: the HTTP stage calls ``enqueue`` as it dispatches each request,
+    on the loop thread. A prefix match is too little work to be worth a hop (the thesis's
+    Combine, 3.3.2); the stage a request is routed to still decides whether it takes it, and
+    a refusal is answered 503 by the HTTP stage."""
+
+    def __init__(self, routes: list[tuple[str, Any]], cache: Any = None) -> None:
         self.root = dict(routes).get("/")
+        static = cache is not None
         self.root_app = self.root if static else None
         # longest prefix first, each with the form a path below it starts with
         self.routes = [(prefix, prefix.rstrip("/") + "/", sink)
                        for prefix, sink in sorted(routes, key=lambda r: -len(r[0]))
                        if not (static and prefix == "/")]
-        self.static = static
+        self.cache = cache
 
-    def init(self, ctx: Any) -> None:
-        self.cache = ctx.runtime.sink("haboob.cache") if self.static else None
-
-    def handle_event(self, req: Any) -> None:
+    def enqueue(self, req: Any) -> None:
         path = req.path
         if path == "*":                      # OPTIONS *: a question about the server itself
             if self.root is not None:        # which the application at / knows best
-                forward(self.root, req)
+                self.root.enqueue(req)
             else:
                 req.respond(Response(200 if req.method == "OPTIONS" else 400, b"",
                                      [("allow", "GET, HEAD, OPTIONS")]))
             return
         for prefix, below, sink in self.routes:
             if path == prefix or path.startswith(below):
-                forward(sink, req)
+                sink.enqueue(req)
                 return
         if self.root_app is not None and req.method not in _GET_HEAD:
-            forward(self.root_app, req)
+            self.root_app.enqueue(req)
         elif self.cache is not None:
-            forward(self.cache, req)
+            self.cache.enqueue(req)
         else:
             req.respond(responses.not_found())
 
@@ -540,10 +543,10 @@ def build(rt: seda.Runtime, options: Options) -> Any:
                      threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                      batch=1)
         rt.add_stage("haboob.cache", PageCacheStage(options, answers), blocking=False, batch=256)
-    rt.add_stage("haboob.recv", HttpRecv(routes, static), blocking=False, batch=256)
     log = None
     if options.access_log is not None:
         log = rt.add_stage("haboob.log", AccessLog(options.access_log), batch=256).sink
-    return serve(rt, (options.host, options.port), rt.sink("haboob.recv"), log=log,
+    recv = HttpRecv(routes, rt.sink("haboob.cache") if static else None)
+    return serve(rt, (options.host, options.port), recv, log=log,
                  answers=answers, limits=options.limits, ssl_context=options.ssl_context,
                  reuse_port=options.reuse_port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -18,7 +19,7 @@ from haboob.server import Options, build
 from seda.io import open_nowait
 
 from tests.helpers import WAIT, certs
-from tests.helpers.net import fetch
+from tests.helpers.net import fetch, raw
 
 
 def hello_app(environ, start_response):
@@ -413,6 +414,28 @@ def test_files_win_and_the_root_app_gets_the_rest(haboob):
     assert fetch(address, "/api/x")[1] == b"app saw /x"
     # a form posted to the root app is the app's, even where a file of that name exists
     assert fetch(address, "/index.html", method="POST")[1] == b"app saw /index.html"
+
+
+def test_requests_no_stage_takes_are_answered_by_the_routing_in_their_turn():
+    rt = seda.Runtime()
+    address = build(rt, Options(port=0, apps=[("/api", hello_app)])).address[:2]
+    rt.start()
+    try:
+        h = b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        out = raw(address, b"GET /api/x" + h + b"OPTIONS *" + h + b"GET /nothing" + h
+                  + b"GET *" + h + b"GET /api/y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    finally:
+        rt.stop()
+    statuses = re.findall(rb"HTTP/1.1 (\d+) ", out)
+    assert statuses == [b"200", b"200", b"404", b"400", b"200"]    # in the order asked
+    assert out.index(b"app saw /x") < out.index(b"allow: GET, HEAD, OPTIONS") \
+        < out.index(b"app saw /y")
+
+
+def test_options_star_goes_to_the_application_at_the_root(haboob):
+    address = haboob(apps=[("/", hello_app)])
+    out = raw(address, b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200") and b"app saw" in out
 
 
 def test_the_command(site):

@@ -11,7 +11,7 @@ from .limits import Limits
 from .protocol import Logged, ServerProtocol
 from .request import ClientDisconnected, HttpRequest
 from .response import FileBody, Prepared, Response, StreamBody, prepare_head
-from .server import serve
+from .server import Dispatch, serve
 from .wsgi import WsgiHandler, mount
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "BodyError",
     "BodyReader",
     "ClientDisconnected",
+    "Dispatch",
     "FileBody",
     "HttpRequest",
     "LifespanFailed",

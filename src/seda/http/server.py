@@ -12,7 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._signals import Stopping
 from .._sink import SinkError
@@ -304,6 +304,14 @@ class _Write:
             conn.when_drained(*self.drained)
 
 
+class Dispatch(Protocol):
+    """Where the server sends requests: a stage's ``Sink``, or a router that picks one. Its
+    ``enqueue`` runs on the loop thread as each request is read; a ``SinkError`` it raises has
+    the request answered 503 at once."""
+
+    def enqueue(self, request: HttpRequest) -> None: ...
+
+
 class _Tick:
     """Event: time to sweep connections for timeouts."""
 
@@ -311,7 +319,7 @@ class _Tick:
 class _HttpServer(EventHandler):
     """The server stage. Events: the socket layer's, answers from other threads, ticks."""
 
-    def __init__(self, sink: Sink, limits: Limits, log: Sink | None = None,
+    def __init__(self, sink: Dispatch, limits: Limits, log: Sink | None = None,
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
         self.heads: dict[bytes, tuple[bytes, str]] = {}   # (ServerProtocol.heads)
@@ -377,10 +385,11 @@ class _HttpServer(EventHandler):
                 "dropped": s.dropped, "aborted": s.aborted}
 
 
-def serve(rt: Runtime, address: tuple[Any, ...], sink: Sink, *, name: str = "http",
+def serve(rt: Runtime, address: tuple[Any, ...], sink: Dispatch, *, name: str = "http",
           limits: Limits | None = None, log: Sink | None = None,
           answers: dict[bytes, ReadyAnswer] | None = None, **listen_options: Any) -> Listener:
-    """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``.
+    """Serve HTTP on ``address``; each request becomes an ``HttpRequest`` event on ``sink``
+    (a stage's sink, or a router in front of several: ``Dispatch``).
     Returns the listener (``.address`` is the bound address). With ``log``, a ``Logged`` event
     per response goes there, lossily. With ``answers`` (request target -> ``ReadyAnswer``, kept
     by the application on the loop thread), a plain GET with a fresh answer there is answered
