@@ -209,9 +209,9 @@ class Prepared:
         read per request cost as much as the rest of this)."""
         if now >= _stale_at:
             _renew()
-        if _date is not self._date:
-            self._whole = b"".join((_status_line(self.status), _date, self.head, b"\r\n",
-                                    self.body))
+        if _date is not self._date:            # (each answer of an application: once)
+            start = _starts.get(self.status) or _head_start(self.status, False, None)
+            self._whole = b"".join((start, self.head, b"\r\n", self.body))
             self._date = _date
         return self._whole
 
