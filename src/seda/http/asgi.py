@@ -52,6 +52,7 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade"})
 _NO_BODY = frozenset({204, 304})
+_TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
 PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval and -timeout
 
@@ -139,6 +140,9 @@ class AsgiHandler(EventHandler):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.manager: Any = None
         self.counts = {"disconnects": 0, "errors": 0}
+        # request target -> its scope's path, raw_path and query_string, made once: clients
+        # ask for the same targets again and again (only the stage's loop thread touches it)
+        self.targets: dict[str, tuple[str, bytes, bytes]] = {}
 
     async def init(self, ctx: StageContext) -> None:
         self.loop = asyncio.get_running_loop()
@@ -149,10 +153,8 @@ class AsgiHandler(EventHandler):
         await self.lifespan.shutdown()
 
     def scope(self, req: HttpRequest) -> Message:
-        path = req.path
-        raw_path = path.encode("latin-1")
-        if "%" in path or not path.isascii():
-            path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
+        # (the lookup inlined: made once per target, so found for nearly every request)
+        path, raw_path, query = self.targets.get(req.target) or self.target_fields(req)
         peer = req.peer
         return {
             "type": "http",
@@ -162,7 +164,7 @@ class AsgiHandler(EventHandler):
             "scheme": self.url_scheme or req.scheme,
             "path": path,
             "raw_path": raw_path,
-            "query_string": req.query.encode("latin-1"),
+            "query_string": query,
             "root_path": self.root_path,
             "headers": req.headers,            # (lower-cased as parsed; the request's own)
             "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
@@ -170,6 +172,20 @@ class AsgiHandler(EventHandler):
             "state": dict(self.lifespan.state),
             "extensions": {pathsend.EXTENSION: {}},
         }
+
+    def target_fields(self, req: HttpRequest) -> tuple[str, bytes, bytes]:
+        """The scope's path (percent-decoded), raw_path and query_string for ``req``'s
+        target, made once per target (``targets``)."""
+        made = self.targets.get(req.target)
+        if made is None:
+            path = req.path
+            raw_path = path.encode("latin-1")
+            if "%" in path or not path.isascii():
+                path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
+            if len(self.targets) >= _TARGETS_KEPT:   # (full of targets seen once: start again)
+                self.targets.clear()
+            made = self.targets[req.target] = (path, raw_path, req.query.encode("latin-1"))
+        return made
 
     async def handle_event(self, req: HttpRequest) -> None:
         if is_websocket(req) and (websocket := websockets()) is not None:

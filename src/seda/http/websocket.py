@@ -27,7 +27,6 @@ import os
 import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_to_bytes
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
@@ -112,10 +111,7 @@ class WebSocket:
 
     def scope(self) -> AsgiMessage:
         handler, req = self.handler, self.req
-        path = req.path
-        raw_path = path.encode("latin-1")
-        if "%" in path or not path.isascii():
-            path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
+        path, raw_path, query = handler.target_fields(req)
         peer = req.peer
         secure = (handler.url_scheme or req.scheme) == "https"
         return {
@@ -125,7 +121,7 @@ class WebSocket:
             "scheme": "wss" if secure else "ws",
             "path": path,
             "raw_path": raw_path,
-            "query_string": req.query.encode("latin-1"),
+            "query_string": query,
             "root_path": handler.root_path,
             "headers": req.headers,
             "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,

@@ -83,6 +83,27 @@ def test_the_scope_says_what_the_request_is(rt):
                      "client": "127.0.0.1", "server": ["example.org", 8080], "body": "payload"}
 
 
+def test_the_scope_fields_made_once_per_target_are_each_target_s_own(rt, monkeypatch):
+    monkeypatch.setattr(asgi, "_TARGETS_KEPT", 4)
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((scope["path"], scope["raw_path"], scope["query_string"]))
+        await answer(send)
+
+    address = run(rt, app)
+    targets = ["/a%20b?x=1", "/a%20b?x=2", "/%C3%A9", "/a%20b?x=1",
+               *(f"/t{i}?{i}" for i in range(6)), "/a%20b?x=1", "/%C3%A9"]
+    for target in targets:
+        assert get(address, path=target)[0].status == 200
+    expected = {"/a%20b?x=1": ("/a b", b"/a%20b", b"x=1"),
+                "/a%20b?x=2": ("/a b", b"/a%20b", b"x=2"),
+                "/%C3%A9": ("/\u00e9", b"/%C3%A9", b""),
+                **{f"/t{i}?{i}": (f"/t{i}", f"/t{i}".encode(), str(i).encode()) for i in range(6)}}
+    assert seen == [expected[t] for t in targets]
+    assert 0 < len(rt.stage("asgi").handler.targets) <= 4     # kept, and bounded
+
+
 def test_a_large_body_arrives_in_pieces_as_it_comes(rt):
     async def app(scope, receive, send):
         h, size, pieces = hashlib.sha256(), 0, 0
