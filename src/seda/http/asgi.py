@@ -51,6 +51,7 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 # the wish to close (Response.encode reads it).
 _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade"})
+_NOTED = _HOP_BY_HOP | {b"content-length", b"connection"}   # the fields the server acts on
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
@@ -86,22 +87,6 @@ def websockets() -> Any:
         log.warning("asgi: wsproto is not installed: WebSocket upgrades are served as HTTP")
         return None
     return WebSocket
-
-
-def _head_bytes(fields: list[tuple[bytes, bytes]], length: int | None) -> bytes:
-    """Header lines for a ``Prepared`` response, with a Content-Length of ``length`` unless
-    None. Refuses a line break in a name or value (response splitting), as Response does."""
-    # joined in C, no Python per field: the fields come from the application, so a line
-    # break inside one shows as one break too many
-    head = b"\r\n".join(map(b": ".join, fields))
-    breaks = len(fields) - 1 if fields else 0
-    if head.count(b"\n") != breaks or head.count(b"\r") != breaks:
-        raise ValueError("a header field contains a line break")
-    if fields:
-        head += b"\r\n"
-    if length is not None:
-        head += b"content-length: %d\r\n" % length
-    return head
 
 
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
@@ -204,14 +189,15 @@ class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
     __slots__ = ("body_error", "body_given", "closes", "complete", "counted", "gone", "handler",
-                 "head_only", "length", "loop", "raw", "receiving", "req", "status", "stream",
-                 "watching")
+                 "head_only", "length", "lines", "loop", "raw", "receiving", "req", "status",
+                 "stream", "watching")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
         self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
         self.status: int | None = None         # set by http.response.start
-        self.raw: list[tuple[bytes, bytes]] = []   # the application's fields, hop-by-hop out
+        self.raw: tuple[tuple[bytes, bytes], ...] = ()   # the app's fields, hop-by-hop out
+        self.lines = b""                       # those fields as header lines, joined
         self.length: int | None = None         # the declared Content-Length
         self.closes = False                    # the application sent a Connection field
         self.head_only = req.method == "HEAD"
@@ -325,16 +311,26 @@ class _Exchange:
         status = message["status"]
         if not isinstance(status, int) or not 100 <= status <= 999:
             raise ValueError(f"bad ASGI status {status!r}")
-        raw = self.raw
-        for name, value in message.get("headers", ()):
-            lower = bytes(name).lower()
-            if lower in _HOP_BY_HOP:
-                continue
-            if lower == b"content-length":
-                self.length = int(value)
-            elif lower == b"connection":
-                self.closes = True
-            raw.append((name, value))
+        fields = tuple(message.get("headers", ()))
+        hop = False
+        for name, value in fields:
+            lower = name.lower() if type(name) is bytes else bytes(name).lower()
+            if lower in _NOTED:                # (usually only the Content-Length)
+                if lower == b"content-length":
+                    self.length = int(value)
+                elif lower == b"connection":
+                    self.closes = True
+                else:
+                    hop = True
+        if hop:                                # the server's own fields go
+            fields = tuple(f for f in fields if bytes(f[0]).lower() not in _HOP_BY_HOP)
+        # the header lines, joined in C; a line break inside a name or value (response
+        # splitting) shows as one break too many
+        lines = b"\r\n".join(map(b": ".join, fields))
+        breaks = len(fields) - 1 if fields else 0
+        if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
+            raise ValueError("a header field contains a line break")
+        self.raw, self.lines = fields, lines
         self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends
@@ -392,7 +388,9 @@ class _Exchange:
                 and length in (None, len(body))):
             # the usual answer: its fields are bytes already, so encode them once here rather
             # than decode them for a Response that encodes them again
-            head = _head_bytes(self.raw, None if length is not None else len(body))
+            head = self.lines + b"\r\n" if self.lines else b""
+            if length is None:
+                head += b"content-length: %d\r\n" % len(body)
             self.req.respond(Prepared(self.status, head, body))  # type: ignore[arg-type]  # started
             self._completed()
             return

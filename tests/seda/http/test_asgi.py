@@ -311,7 +311,9 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     async def app(scope, receive, send):
         fields = {"/": [(b"X-Kept", b"as given"), (b"transfer-encoding", b"chunked")],
                   "/close": [(b"connection", b"close")],
-                  "/split": [(b"x-evil", b"a\r\nset-cookie: b")]}[scope["path"]]
+                  "/split": [(b"x-evil", b"a\r\nset-cookie: b")],
+                  "/split-last": [(b"x-evil", b"a\r\n")],
+                  "/bytes-like": [(bytearray(b"Content-Length"), memoryview(b"5"))]}[scope["path"]]
         await answer(send, body=b"hello", headers=fields)
 
     address = run(rt, app)
@@ -325,6 +327,10 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     assert closed.count(b"HTTP/1.1 200") == 1 and b"connection: close" in closed.lower()
     split = raw(address, b"GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
     assert split.startswith(b"HTTP/1.1 500") and b"set-cookie" not in split
+    split = raw(address, b"GET /split-last HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert split.startswith(b"HTTP/1.1 500") and b"x-evil" not in split
+    taken = raw(address, b"GET /bytes-like HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert taken.startswith(b"HTTP/1.1 200") and taken.count(b"\r\nContent-Length: 5\r\n") == 1
 
 
 def test_the_application_stage_sheds_with_503(rt):
