@@ -9,6 +9,7 @@ what the protocol leaves to I/O: threads, the clock, and how much may wait for a
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from .._runtime import Runtime
     from .._sink import Sink
     from ..io.sockets import Connection
+
+log = logging.getLogger("seda.http")
 
 _TICK = 1.0                  # seconds between sweeps for timeouts
 # Bytes that may wait in memory for a slow client before the connection stops reading requests
@@ -148,7 +151,10 @@ class _HttpConnection:
                 elif kind is Switched:
                     self._switched(ev.tunnel)
                 elif ev is PAUSE or ev is RESUME:
-                    self.wanted = ev is RESUME
+                    # what the protocol wants now: an answer a Dispatch gave at once while
+                    # these events were carried out may have told a later one already
+                    protocol = self.protocol
+                    self.wanted = ev is RESUME if protocol is None else protocol.wants_input
                     self._steer()
                 elif ev is CLOSE:
                     conn.close()
@@ -188,11 +194,16 @@ class _HttpConnection:
                 self.server.respond_put(ev)
 
     def _dispatch(self, request: HttpRequest) -> None:
-        """Hand a request to the user's sink; one it refuses is answered 503 at once."""
+        """Hand a request to the user's sink; one it refuses is answered 503 at once, one its
+        dispatch fails on (a router's error, a predicate's) 500, and the others go on."""
         try:
             self.server.sink.enqueue(request)
         except SinkError:
             self._run(self.protocol.shed(request, time.monotonic()))  # type: ignore[union-attr]  # open
+        except Exception:
+            log.exception("http: dispatching %s %s raised", request.method, request.target)
+            self._run(self.protocol.respond(  # type: ignore[union-attr]  # open
+                request, responses.server_error(), time.monotonic()))
 
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send; while
@@ -306,8 +317,9 @@ class _Write:
 
 class Dispatch(Protocol):
     """Where the server sends requests: a stage's ``Sink``, or a router that picks one. Its
-    ``enqueue`` runs on the loop thread as each request is read; a ``SinkError`` it raises has
-    the request answered 503 at once."""
+    ``enqueue`` runs on the loop thread as each request is read, and may answer the request
+    there and then; a ``SinkError`` it raises has the request answered 503 at once, any other
+    exception 500 (logged)."""
 
     def enqueue(self, request: HttpRequest) -> None: ...
 

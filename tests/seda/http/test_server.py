@@ -227,6 +227,43 @@ def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):
     assert statuses(out) == [503, 200] and b"retry-after: 1" in out
 
 
+class AtOnce:
+    """A Dispatch that answers each request as the server hands it over, on the loop thread;
+    /raise is a router's bug."""
+
+    def enqueue(self, req):
+        if req.path == "/raise":
+            raise KeyError("a router's bug")
+        req.respond(Response(200, b"at once"))
+
+
+def test_a_dispatch_answering_at_once_leaves_a_full_pipeline_reading(rt):
+    address = serve(rt, ("127.0.0.1", 0), AtOnce()).address[:2]
+    rt.start()
+    pipelined = Limits().max_pipelined         # reading pauses there, and must resume
+    with socket.create_connection(address, timeout=WAIT) as c:
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * pipelined)
+        got = b""
+        while got.count(b"HTTP/1.1 200") < pipelined:
+            chunk = c.recv(65536)
+            assert chunk
+            got += chunk
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        rest = b""
+        while chunk := c.recv(65536):
+            rest += chunk
+    assert statuses(rest) == [200]
+
+
+def test_a_dispatch_that_raises_costs_its_request_a_500_and_nothing_else(rt, caplog):
+    address = serve(rt, ("127.0.0.1", 0), AtOnce()).address[:2]
+    rt.start()
+    out = raw(address, b"GET /raise HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert statuses(out) == [500, 200] and "a router's bug" in caplog.text
+    assert rt.stats()["http"]["errors"] == 0
+
+
 # -- hostile input ------------------------------------------------------------------------------
 
 BAD = [
