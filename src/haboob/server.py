@@ -86,7 +86,10 @@ def classifier(spec: str) -> Any:
 
     def classify(req: Any) -> int:
         v = value(req)
-        return int(v) if v is not None and v.strip().isdigit() and int(v) in CLASSES else 0
+        if v is None:
+            return 0
+        v = v.strip()                        # (str.isdigit takes "²" too, which int refuses)
+        return int(v) if v.isascii() and v.isdigit() and int(v) in CLASSES else 0
 
     return classify
 

@@ -29,6 +29,7 @@ class Request:
 @pytest.mark.parametrize("spec, headers, cls", [
     ("X-Class", {"X-Class": "9"}, 9), ("X-Class", {"x-class": " 3 "}, 3),
     ("X-Class", {}, 0), ("X-Class", {"X-Class": "high"}, 0), ("X-Class", {"X-Class": "10"}, 0),
+    ("X-Class", {"X-Class": "\u00b2"}, 0),           # a digit to str.isdigit, not to int()
     ("cookie:tier", {"Cookie": "a=b; tier=7"}, 7), ("cookie:tier", {"Cookie": "tier=x"}, 0),
     ("cookie:tier", {"Cookie": "\x00broken"}, 0), ("cookie:tier", {}, 0),
 ])
