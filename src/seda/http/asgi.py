@@ -125,9 +125,10 @@ class AsgiHandler(EventHandler):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.manager: Any = None
         self.counts = {"disconnects": 0, "errors": 0}
-        # request target -> its scope's path, raw_path and query_string, made once: clients
-        # ask for the same targets again and again (only the stage's loop thread touches it)
-        self.targets: dict[str, tuple[str, bytes, bytes]] = {}
+        # (path, query) -> the scope's path, raw_path and query_string, made once: clients ask
+        # for the same targets again and again (only the stage's loop thread touches it). By
+        # the request's path and query, not its target: a router in front may rewrite them.
+        self.targets: dict[tuple[str, str], tuple[str, bytes, bytes]] = {}
 
     async def init(self, ctx: StageContext) -> None:
         self.loop = asyncio.get_running_loop()
@@ -139,7 +140,7 @@ class AsgiHandler(EventHandler):
 
     def scope(self, req: HttpRequest) -> Message:
         # (the lookup inlined: made once per target, so found for nearly every request)
-        path, raw_path, query = self.targets.get(req.target) or self.target_fields(req)
+        path, raw_path, query = self.targets.get((req.path, req.query)) or self.target_fields(req)
         peer = req.peer
         return {
             "type": "http",
@@ -159,9 +160,10 @@ class AsgiHandler(EventHandler):
         }
 
     def target_fields(self, req: HttpRequest) -> tuple[str, bytes, bytes]:
-        """The scope's path (percent-decoded), raw_path and query_string for ``req``'s
-        target, made once per target (``targets``)."""
-        made = self.targets.get(req.target)
+        """The scope's path (percent-decoded), raw_path and query_string for ``req``'s path
+        and query, made once for each (``targets``)."""
+        key = (req.path, req.query)
+        made = self.targets.get(key)
         if made is None:
             path = req.path
             raw_path = path.encode("latin-1")
@@ -169,7 +171,7 @@ class AsgiHandler(EventHandler):
                 path = unquote_to_bytes(raw_path).decode("utf-8", "replace")
             if len(self.targets) >= _TARGETS_KEPT:   # (full of targets seen once: start again)
                 self.targets.clear()
-            made = self.targets[req.target] = (path, raw_path, req.query.encode("latin-1"))
+            made = self.targets[key] = (path, raw_path, req.query.encode("latin-1"))
         return made
 
     async def handle_event(self, req: HttpRequest) -> None:
@@ -312,14 +314,14 @@ class _Exchange:
         if not isinstance(status, int) or not 100 <= status <= 999:
             raise ValueError(f"bad ASGI status {status!r}")
         fields = tuple(message.get("headers", ()))
-        hop = False
+        length, closes, hop = None, False, False   # (kept only once the whole head is good)
         for name, value in fields:
             lower = name.lower() if type(name) is bytes else bytes(name).lower()
             if lower in _NOTED:                # (usually only the Content-Length)
                 if lower == b"content-length":
-                    self.length = int(value)
+                    length = int(value)
                 elif lower == b"connection":
-                    self.closes = True
+                    closes = True
                 else:
                     hop = True
         if hop:                                # the server's own fields go
@@ -330,7 +332,7 @@ class _Exchange:
         breaks = len(fields) - 1 if fields else 0
         if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
             raise ValueError("a header field contains a line break")
-        self.raw, self.lines = fields, lines
+        self.raw, self.lines, self.length, self.closes = fields, lines, length, closes
         self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends

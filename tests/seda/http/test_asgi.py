@@ -104,6 +104,29 @@ def test_the_scope_fields_made_once_per_target_are_each_target_s_own(rt, monkeyp
     assert 0 < len(rt.stage("asgi").handler.targets) <= 4     # kept, and bounded
 
 
+def test_the_scope_follows_a_path_a_router_in_front_rewrote(rt):
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((scope["path"], scope["raw_path"]))
+        await answer(send)
+
+    sink = mount_asgi(rt, app, tasks=16)
+
+    class ByHost:                              # a Dispatch: one site per Host
+        def enqueue(self, req):
+            req.path = "/" + req.header("host") + req.path
+            sink.enqueue(req)
+
+    address = serve(rt, ("127.0.0.1", 0), ByHost(), limits=Limits(response_timeout=5)).address
+    rt.start()
+    for host in ("a.example", "b.example", "a.example"):
+        assert get(address, path="/index", headers={"Host": host})[0].status == 200
+    assert seen == [("/a.example/index", b"/a.example/index"),
+                    ("/b.example/index", b"/b.example/index"),
+                    ("/a.example/index", b"/a.example/index")]
+
+
 def test_a_large_body_arrives_in_pieces_as_it_comes(rt):
     async def app(scope, receive, send):
         h, size, pieces = hashlib.sha256(), 0, 0
@@ -309,6 +332,12 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     Content-Length added when it gave none); hop-by-hop fields stay the server's, a
     Connection: close is kept as the wish to close, and a line break in a field is a 500."""
     async def app(scope, receive, send):
+        if scope["path"] == "/recover":        # a refused start leaves nothing behind
+            with pytest.raises(ValueError):
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-length", b"2"), (b"x-evil", b"a\r\nb: c")]})
+            await answer(send, status=500, body=b"fallback")
+            return
         fields = {"/": [(b"X-Kept", b"as given"), (b"transfer-encoding", b"chunked")],
                   "/close": [(b"connection", b"close")],
                   "/split": [(b"x-evil", b"a\r\nset-cookie: b")],
@@ -329,6 +358,8 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     assert split.startswith(b"HTTP/1.1 500") and b"set-cookie" not in split
     split = raw(address, b"GET /split-last HTTP/1.1\r\nHost: x\r\n\r\n")
     assert split.startswith(b"HTTP/1.1 500") and b"x-evil" not in split
+    recovered = raw(address, b"GET /recover HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert recovered.startswith(b"HTTP/1.1 500") and recovered.endswith(b"\r\n\r\nfallback")
     taken = raw(address, b"GET /bytes-like HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert taken.startswith(b"HTTP/1.1 200") and taken.count(b"\r\nContent-Length: 5\r\n") == 1
 
