@@ -5,9 +5,9 @@ what arrived (``receive``), the answers the application gave (``respond``), news
 being streamed out (``pump``) and the passing of time (``tick``); each call returns the events
 that follow, in order: ``HttpRequest`` for the application, ``bytes`` / ``FileSegment`` /
 ``StreamBody`` to send, ``Logged`` for an access log, ``PAUSE`` or ``RESUME`` reading, and
-``CLOSE`` or ``ABORT``. The clock is
-an argument; nothing here reads the time, touches a socket or starts a thread, so every case is
-tested in memory.
+``CLOSE`` or ``ABORT``. The clock is an argument (``now``: ``time.monotonic()``'s reading, by
+which ready answers are fresh and a cached answer's Date is renewed); nothing here reads the
+time, touches a socket or starts a thread, so every case is tested in memory.
 
 Each half of the connection has a state, and every change of state goes through one table,
 ``TRANSITIONS``, so the order of requests, answers, failure and close is decided in one place:

@@ -28,8 +28,9 @@ _WHOLE = (bytes, bytearray, memoryview)
 
 _next_second = 0.0           # when the Date line below goes stale (time.time())
 _stale_at = 0.0              # the same moment by time.monotonic(), for Prepared.whole
-_date = b""
-_starts: dict[int, bytes] = {}   # status -> its HTTP/1.1 status line and this second's Date
+# This second's Date line, and status -> its HTTP/1.1 status line with that Date: one tuple,
+# replaced whole each second, so that no thread pairs one second's Date with another's lines.
+_second: tuple[bytes, dict[int, bytes]] = (b"", {})
 
 #: What a response encodes to, for the connection to send: bytes, a file segment (sendfile)
 #: or a body still being written.
@@ -44,15 +45,14 @@ def _date_line() -> bytes:
     """``Date: ...\\r\\n`` for this second, formatted once a second."""
     if time.time() >= _next_second:
         _renew()
-    return _date
+    return _second[0]
 
 
 def _renew() -> None:
-    global _next_second, _stale_at, _date, _starts
+    global _next_second, _stale_at, _second
     now = time.time()
     second = int(now)
-    _date = b"date: " + formatdate(second, usegmt=True).encode() + b"\r\n"
-    _starts = {}                               # (replaced, not cleared: other threads read it)
+    _second = (b"date: " + formatdate(second, usegmt=True).encode() + b"\r\n", {})
     _next_second = second + 1.0
     _stale_at = time.monotonic() + (_next_second - now)
 
@@ -62,11 +62,15 @@ def _head_start(status: int, http10: bool, reason: str | None) -> bytes:
     phrase, made once a second per status."""
     if time.time() >= _next_second:
         _renew()
+    date, starts = _second
     if http10 or reason is not None:
-        return _status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + _date
-    start = _starts.get(status)
-    if start is None:
-        start = _starts[status] = _status_line(status) + _date
+        return _status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + date
+    return starts.get(status) or _start_line(status, date, starts)
+
+
+def _start_line(status: int, date: bytes, starts: dict[int, bytes]) -> bytes:
+    """The HTTP/1.1 status line with the standard phrase, and ``date``: kept in ``starts``."""
+    start = starts[status] = _status_line(status) + date
     return start
 
 
@@ -209,10 +213,11 @@ class Prepared:
         read per request cost as much as the rest of this)."""
         if now >= _stale_at:
             _renew()
-        if _date is not self._date:            # (each answer of an application: once)
-            start = _starts.get(self.status) or _head_start(self.status, False, None)
+        date, starts = _second
+        if date is not self._date:             # (each answer of an application: once)
+            start = starts.get(self.status) or _start_line(self.status, date, starts)
             self._whole = b"".join((start, self.head, b"\r\n", self.body))
-            self._date = _date
+            self._date = date
         return self._whole
 
 

@@ -55,7 +55,7 @@ class _Clock:
 def test_a_prepared_answer_carries_the_date_of_the_second_it_is_sent_in(monkeypatch):
     clock = _Clock(wall=1_000_000_000.5, mono=50.0)   # half past 01:46:40 UTC, 9 Sep 2001
     monkeypatch.setattr(response_module, "time", clock)
-    for name in ("_date", "_next_second", "_stale_at", "_starts"):   # restored after the test
+    for name in ("_second", "_next_second", "_stale_at"):   # restored after the test
         monkeypatch.setattr(response_module, name, getattr(response_module, name))
     response_module._stale_at = 0.0
     answer = Prepared(200, b"content-length: 2\r\n", b"hi")
