@@ -126,7 +126,9 @@ class AsyncioStage:
         self.scheduled = False                 # first: an event put from now on schedules again
         if self.closing:
             return
-        items, create, run, tasks = self.items, self.loop.create_task, self._run, self.tasks  # type: ignore[union-attr]  # running
+        items, run, tasks, loop = self.items, self._run, self.tasks, self.loop
+        assert loop is not None                # (we run on it)
+        name, factory = self.stage.name, loop.get_task_factory()
         while items and self.inflight < self.cap:
             self.inflight += 1                 # before the pop: never idle with an event in hand
             try:
@@ -135,7 +137,12 @@ class AsyncioStage:
                 self.inflight -= 1
                 return
             self.moves += 1
-            task = create(run(item))
+            if factory is None:
+                # named after the stage: unnamed, asyncio formats a "Task-N" for each, and
+                # loop.create_task would only add a call around this
+                task = asyncio.Task(run(item), loop=loop, name=name)
+            else:                              # (one the application set on the loop)
+                task = loop.create_task(run(item), name=name)
             tasks.add(task)
 
     async def _run(self, item: Any) -> None:

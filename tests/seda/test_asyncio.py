@@ -178,6 +178,29 @@ def test_tasks_have_contexts_of_their_own_and_enqueue_as_their_stage(rt):
     soon(lambda: ("a", "end", 3) in rt.stage_graph())   # (counted just after each put)
 
 
+def test_tasks_are_named_after_their_stage_and_a_task_factory_is_used(rt):
+    made, names = [], []
+
+    class Named(seda.EventHandler):
+        async def init(self, ctx):
+            if ctx.params.get("factory"):     # as an application may, in its lifespan startup
+                def factory(loop, coro, **kwargs):
+                    made.append(coro)
+                    return asyncio.Task(coro, loop=loop, **kwargs)
+                asyncio.get_running_loop().set_task_factory(factory)
+
+        async def handle_event(self, ev):
+            names.append(asyncio.current_task().get_name())
+
+    plain = rt.add_stage("plain", Named(), tasks=4)
+    factored = rt.add_stage("factored", Named(), tasks=4, params={"factory": True})
+    rt.start()
+    plain.sink.enqueue_many([1, 2])
+    factored.sink.enqueue_many([3])
+    soon(lambda: len(names) == 3)
+    assert sorted(names) == ["factored", "plain", "plain"] and len(made) == 1
+
+
 def test_the_loop_factory_makes_the_loop(rt):
     made = []
 
