@@ -139,7 +139,7 @@ class AsgiHandler(EventHandler):
         await self.lifespan.shutdown()
 
     def scope(self, req: HttpRequest) -> Message:
-        # (the lookup inlined: made once per target, so found for nearly every request)
+        # (the lookup inlined: made once per path and query, so found for nearly every request)
         path, raw_path, query = self.targets.get((req.path, req.query)) or self.target_fields(req)
         peer = req.peer
         return {
