@@ -166,7 +166,7 @@ class AsyncioStage:
             # with its loop: without one, current_task asks get_running_loop, which on 3.11
             # makes a getpid system call (a third of this thread's calls per request)
             self.tasks.discard(asyncio.current_task(self.loop))
-            self._wakeups.due_by_now()  # type: ignore[union-attr]  # set before any task
+            self._wakeups.due_by_now(end)  # type: ignore[union-attr]  # set before any task
             if stamped and stage.observers:
                 for observer in stage.observers:
                     observer([ev], [start - item.t], [end - item.t])

@@ -99,8 +99,9 @@ class RoundWakeups:
         if loop not in due:
             due.append(loop)
 
-    def due_by_now(self) -> None:
-        if self.due and time.monotonic() - self.since > DEFER_LIMIT:
+    def due_by_now(self, now: float) -> None:
+        """Wake what has waited past DEFER_LIMIT; ``now``: ``time.monotonic()``."""
+        if self.due and now - self.since > DEFER_LIMIT:
             self.wake_due()                   # (the round's own call finds nothing then)
 
     def wake_due(self) -> None:

@@ -237,7 +237,7 @@ class ThreadPool:
                 worker.started = 0.0
                 if wakeups.due:
                     if len(queue):
-                        wakeups.due_by_now()
+                        wakeups.due_by_now(time.monotonic())
                     else:
                         wakeups.wake_due()
         finally:

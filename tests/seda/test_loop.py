@@ -308,10 +308,10 @@ def test_a_wake_up_waits_no_longer_than_the_limit_once_a_step_ends(loop, monkeyp
     never = []                                 # a round that does not end
     with RoundWakeups(never.append) as wakeups:
         loop.call_soon(done.set)
-        wakeups.due_by_now()                   # within the limit: it waits
+        limit = seda._loop.DEFER_LIMIT
+        wakeups.due_by_now(wakeups.since + limit / 2)   # within the limit: it waits
         assert writes == [] and not done.is_set()
-        monkeypatch.setattr(seda._loop, "DEFER_LIMIT", -1.0)   # past it
-        wakeups.due_by_now()
+        wakeups.due_by_now(wakeups.since + limit * 2)   # past it
         assert writes == [1] and done.wait(WAIT)
 
 

@@ -175,7 +175,8 @@ class AsgiHandler(EventHandler):
         return made
 
     async def handle_event(self, req: HttpRequest) -> None:
-        if is_websocket(req) and (websocket := websockets()) is not None:
+        # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
+        if req.upgrade and is_websocket(req) and (websocket := websockets()) is not None:
             await websocket(self, req).run()
         else:
             await _Exchange(self, req).run()

@@ -109,12 +109,13 @@ class _HttpConnection:
             except SinkError:                  # the server has stopped: nobody to send it to
                 self._release(response)
         else:
-            self.answer(request, response)
+            self.answer(request, response, time.monotonic())
 
-    def answer(self, request: HttpRequest, response: Answer) -> None:
-        """``respond``, on the loop thread."""
+    def answer(self, request: HttpRequest, response: Answer, now: float) -> None:
+        """``respond``, on the loop thread; ``now``: ``time.monotonic()``, as the caller read
+        it (the server stage, once for a batch of answers)."""
         if self.protocol is not None:
-            self._run(self.protocol.respond(request, response, time.monotonic()))
+            self._run(self.protocol.respond(request, response, now))
 
     def _run(self, events: list[Output]) -> None:
         """Carry out what the protocol said, in order."""
@@ -351,7 +352,7 @@ class _HttpServer(EventHandler):
         if not self.loop_ident:
             self.loop_ident = threading.get_ident()
         connections = self.connections
-        now = time.monotonic()                 # (one reading serves the batch's packets)
+        now = time.monotonic()                 # (one reading serves the batch: packets, answers)
         for ev in events:
             kind = type(ev)
             if kind is Packet:
@@ -360,7 +361,7 @@ class _HttpServer(EventHandler):
                     state.feed(ev.data, now)
             elif kind is tuple:
                 request, response = ev
-                request.connection.answer(request, response)
+                request.connection.answer(request, response, now)
             elif kind is _Write:
                 ev.run()
             elif kind is Connected:
