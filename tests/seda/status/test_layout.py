@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from seda.status.layout import Layout, layout, point
 
 APPS = ["haboob.app0:/app", "haboob.app1:/api", "haboob.app2:/admin", "haboob.app3:/bad"]
-#: Haboob's graph with four applications and the workers' status sharing: 15 stages, cycles
-#: (responses go back to http), long edges and a self-loop.
+#: Haboob's graph with four applications and the workers' status sharing, as it was while
+#: routing was a stage of its own (haboob.recv): 15 stages, cycles (responses go back to
+#: http), long edges and a self-loop. A layout case, kept for its shape.
 STAGES = [*APPS, "haboob.status", "haboob.status.share", "haboob.close", "haboob.miss",
           "haboob.cache", "haboob.recv", "haboob.log", "http", "seda.io.read", "seda.io.write",
           "seda.io.listen"]
