@@ -27,7 +27,7 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler, StageContext
@@ -54,6 +54,7 @@ _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
 _NOTED = _HOP_BY_HOP | {b"content-length", b"connection"}   # the fields the server acts on
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
+_HEADS_KEPT = 1024       # response header fields kept as read (AsgiHandler.heads)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
 PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval and -timeout
 
@@ -102,6 +103,45 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+class AnswerHead(NamedTuple):
+    """An application's response header fields, as the server reads them (``read_head``)."""
+
+    fields: tuple[tuple[bytes, bytes], ...]   # as sent, less the hop-by-hop ones
+    block: bytes                              # those fields as header lines, each with its CRLF
+    length: int | None                        # the declared Content-Length
+    closes: bool                              # a Connection field: the wish to close
+
+
+_NO_HEAD = AnswerHead((), b"", None, False)
+
+
+def read_head(fields: tuple[Any, ...]) -> AnswerHead:
+    """Check an application's header fields and make their header lines; raises ValueError
+    for a field the server cannot send (a line break in it, a Content-Length not a number)."""
+    length, closes, hop = None, False, False
+    for name, value in fields:
+        lower = name.lower() if type(name) is bytes else bytes(name).lower()
+        if lower in _NOTED:                    # (usually only the Content-Length)
+            if lower == b"content-length":
+                digits = bytes(value)
+                if not digits.isdigit():       # (int() would take "-1", " 1" or "1_0")
+                    raise ValueError(f"bad Content-Length {digits!r}")
+                length = int(digits)
+            elif lower == b"connection":
+                closes = True
+            else:
+                hop = True
+    if hop:                                    # the server's own fields go
+        fields = tuple(f for f in fields if bytes(f[0]).lower() not in _HOP_BY_HOP)
+    # the header lines, joined in C; a line break inside a name or value (response splitting)
+    # shows as one break too many
+    lines = b"\r\n".join(map(b": ".join, fields))
+    breaks = len(fields) - 1 if fields else 0
+    if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
+        raise ValueError("a header field contains a line break")
+    return AnswerHead(fields, lines + b"\r\n" if lines else b"", length, closes)
+
+
 class AsgiHandler(EventHandler):
     """Runs ``app`` for each HttpRequest, each request a task. Use it on an asyncio stage
     (``mount_asgi`` makes one). ``root_path`` is the prefix the application is mounted at:
@@ -129,6 +169,10 @@ class AsgiHandler(EventHandler):
         # for the same targets again and again (only the stage's loop thread touches it). By
         # the request's path and query, not its target: a router in front may rewrite them.
         self.targets: dict[tuple[str, str], tuple[str, bytes, bytes]] = {}
+        # an application's response header fields -> what reading them gave (read_head): it
+        # sends the same ones again and again, and reading them cost more than the rest of its
+        # answer. Fields given as lists (unhashable) are read each time.
+        self.heads: dict[tuple[Any, ...], AnswerHead] = {}
 
     async def init(self, ctx: StageContext) -> None:
         self.loop = asyncio.get_running_loop()
@@ -174,6 +218,20 @@ class AsgiHandler(EventHandler):
             made = self.targets[key] = (path, raw_path, req.query.encode("latin-1"))
         return made
 
+    def answer_head(self, fields: tuple[Any, ...]) -> AnswerHead:
+        """``read_head(fields)``, read once for the same fields (``heads``)."""
+        heads = self.heads
+        try:
+            head = heads.get(fields)
+        except TypeError:                      # a field given as a list
+            return read_head(fields)
+        if head is None:
+            head = read_head(fields)
+            if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
+                heads.clear()
+            heads[fields] = head
+        return head
+
     async def handle_event(self, req: HttpRequest) -> None:
         # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
         if req.upgrade and is_websocket(req) and (websocket := websockets()) is not None:
@@ -191,18 +249,14 @@ class AsgiHandler(EventHandler):
 class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
-    __slots__ = ("body_error", "body_given", "closes", "complete", "counted", "gone", "handler",
-                 "head_only", "length", "lines", "loop", "raw", "receiving", "req", "status",
-                 "stream", "watching")
+    __slots__ = ("body_error", "body_given", "complete", "counted", "gone", "handler", "head",
+                 "head_only", "loop", "receiving", "req", "status", "stream", "watching")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
         self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
         self.status: int | None = None         # set by http.response.start
-        self.raw: tuple[tuple[bytes, bytes], ...] = ()   # the app's fields, hop-by-hop out
-        self.lines = b""                       # those fields as header lines, joined
-        self.length: int | None = None         # the declared Content-Length
-        self.closes = False                    # the application sent a Connection field
+        self.head = _NO_HEAD                   # the application's fields, once started
         self.head_only = req.method == "HEAD"
         self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
@@ -306,7 +360,11 @@ class _Exchange:
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
-            await self._body(message.get("body", b""), message.get("more_body", False))
+            body, more = message.get("body", b""), message.get("more_body", False)
+            if more or self.head_only or self.stream is not None:
+                await self._body(body, more)
+            else:                              # the usual: the whole body in one message
+                self._finish(bytes(body))
         elif kind != "http.response.trailers":  # (trailers: declined, see the module)
             raise RuntimeError(f"unexpected ASGI message {kind!r} after the response")
 
@@ -314,41 +372,20 @@ class _Exchange:
         status = message["status"]
         if not isinstance(status, int) or not 100 <= status <= 999:
             raise ValueError(f"bad ASGI status {status!r}")
-        fields = tuple(message.get("headers", ()))
-        length, closes, hop = None, False, False   # (kept only once the whole head is good)
-        for name, value in fields:
-            lower = name.lower() if type(name) is bytes else bytes(name).lower()
-            if lower in _NOTED:                # (usually only the Content-Length)
-                if lower == b"content-length":
-                    length = int(value)
-                elif lower == b"connection":
-                    closes = True
-                else:
-                    hop = True
-        if hop:                                # the server's own fields go
-            fields = tuple(f for f in fields if bytes(f[0]).lower() not in _HOP_BY_HOP)
-        # the header lines, joined in C; a line break inside a name or value (response
-        # splitting) shows as one break too many
-        lines = b"\r\n".join(map(b": ".join, fields))
-        breaks = len(fields) - 1 if fields else 0
-        if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
-            raise ValueError("a header field contains a line break")
-        self.raw, self.lines, self.length, self.closes = fields, lines, length, closes
+        self.head = self.handler.answer_head(tuple(message.get("headers", ())))
         self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends
 
     async def _body(self, body: bytes, more: bool) -> None:
+        """A body message other than the usual whole body (see send)."""
         if self.head_only:
             self.counted += len(body)
             if not more:
                 self._finish(b"")
             return
         stream = self.stream
-        if stream is None:
-            if not more:                       # the usual: the whole body in one message
-                self._finish(bytes(body))
-                return
+        if stream is None:                     # the first piece of a streamed body
             stream = self.stream = StreamBody()
             self.req.respond(Response(self.status, stream, self.headers()))  # type: ignore[arg-type]  # started
         try:
@@ -377,21 +414,23 @@ class _Exchange:
             self._finish(b"")
             return
         self.req.respond(pathsend.file_response(self.status, self.headers(),  # type: ignore[arg-type]  # started
-                                                self.length, fd, size))
+                                                self.head.length, fd, size))
         self._completed()
 
     def headers(self) -> Headers:
         """The application's header fields as a Response takes them."""
-        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in self.raw]
+        return [(name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in self.head.fields]
 
     def _finish(self, body: bytes) -> None:
         """The whole response, in one piece."""
-        length = self.length
-        if (not (self.head_only or self.closes) and self.status >= 200  # type: ignore[operator]  # started
+        answer_head = self.head
+        length = answer_head.length
+        if (not (self.head_only or answer_head.closes) and self.status >= 200  # type: ignore[operator]  # started
                 and length in (None, len(body))):
             # the usual answer: its fields are bytes already, so encode them once here rather
             # than decode them for a Response that encodes them again
-            head = self.lines + b"\r\n" if self.lines else b""
+            head = answer_head.block
             if length is None:
                 head += b"content-length: %d\r\n" % len(body)
             self.req.respond(Prepared(self.status, head, body))  # type: ignore[arg-type]  # started
@@ -413,7 +452,8 @@ class _Exchange:
 
     def _completed(self) -> None:
         self.complete = True
-        self._wake_receivers()                 # a receive() waiting for the disconnect
+        if self.receiving:                     # a receive() waiting for the disconnect
+            self._wake_receivers()
 
     # -- the application -----------------------------------------------------------------------
 

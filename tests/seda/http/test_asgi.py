@@ -364,6 +364,45 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     assert taken.startswith(b"HTTP/1.1 200") and taken.count(b"\r\nContent-Length: 5\r\n") == 1
 
 
+@pytest.mark.parametrize("length", [b"-1", b" 5", b"5 ", b"+5", b"1_0", b"0x5", b"five"])
+def test_a_content_length_that_is_not_a_number_is_a_500_never_sent(rt, length):
+    async def app(scope, receive, send):
+        await answer(send, body=b"hello", headers=[(b"content-length", length)])
+
+    taken = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert taken.startswith(b"HTTP/1.1 500") and b"hello" not in taken
+
+
+def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
+    """An application's response fields are read once for the same fields (AsgiHandler.heads,
+    bounded); what each request gets is still what its application sent."""
+    monkeypatch.setattr(asgi, "_HEADS_KEPT", 2)
+    kept = [(b"x-kept", b"1")]
+
+    async def app(scope, receive, send):
+        n = scope["query_string"]
+        fields = {b"same": kept, b"fresh": [(b"x-fresh", n)],
+                  b"lists": [[b"x-list", b"yes"]], b"close": [(b"connection", b"close")]}
+        await answer(send, body=b"ok", headers=fields[n.split(b"-")[0]])
+
+    address = run(rt, app)
+    queries = [b"same", b"fresh-1", b"same", b"fresh-2", b"fresh-3", b"lists", b"lists",
+               b"same", b"close"]
+    answers = raw(address, b"".join(b"GET /?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q
+                                    for q in queries))
+    heads = [a.split(b"\r\n\r\n")[0] for a in answers.split(b"HTTP/1.1 ")[1:]]
+    assert len(heads) == len(queries) and all(h.startswith(b"200 OK") for h in heads)
+    for query, head in zip(queries, heads, strict=True):
+        kind = query.split(b"-")[0]
+        assert (b"x-kept: 1" in head) == (kind == b"same")
+        assert (b"x-fresh: " + query in head) == (kind == b"fresh")
+        assert (b"x-list: yes" in head) == (kind == b"lists")
+    assert b"connection: close" in heads[-1].lower()
+    handler = rt.stage("asgi").handler
+    assert 0 < len(handler.heads) <= 2                                # kept, and bounded
+    assert all(type(f) is tuple for fields in handler.heads for f in fields)   # no lists
+
+
 def test_the_application_stage_sheds_with_503(rt):
     called = []
 
