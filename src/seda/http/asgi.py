@@ -117,22 +117,27 @@ _NO_HEAD = AnswerHead((), b"", None, False)
 
 def read_head(fields: tuple[Any, ...]) -> AnswerHead:
     """Check an application's header fields and make their header lines; raises ValueError
-    for a field the server cannot send (a line break in it, a Content-Length not a number)."""
-    length, closes, hop = None, False, False
+    for a field the server cannot send (a line break in it, a Content-Length not a number),
+    TypeError for one not bytes-like. The head's fields are bytes, whatever was sent."""
+    length, closes, hop, plain = None, False, False, True
     for name, value in fields:
-        lower = name.lower() if type(name) is bytes else bytes(name).lower()
+        if type(name) is not bytes or type(value) is not bytes:
+            plain = False
+        lower = name.lower() if type(name) is bytes else bytes(memoryview(name)).lower()
         if lower in _NOTED:                    # (usually only the Content-Length)
             if lower == b"content-length":
-                digits = bytes(value)
+                digits = value if type(value) is bytes else bytes(memoryview(value))
                 if not digits.isdigit():       # (int() would take "-1", " 1" or "1_0")
-                    raise ValueError(f"bad Content-Length {digits!r}")
+                    raise ValueError(f"bad Content-Length {digits[:32]!r}")
                 length = int(digits)
             elif lower == b"connection":
                 closes = True
             else:
                 hop = True
+    if not plain:                              # memoryviews and the like: bytes, as sent
+        fields = tuple((bytes(memoryview(n)), bytes(memoryview(v))) for n, v in fields)
     if hop:                                    # the server's own fields go
-        fields = tuple(f for f in fields if bytes(f[0]).lower() not in _HOP_BY_HOP)
+        fields = tuple(f for f in fields if f[0].lower() not in _HOP_BY_HOP)
     # the header lines, joined in C; a line break inside a name or value (response splitting)
     # shows as one break too many
     lines = b"\r\n".join(map(b": ".join, fields))
@@ -219,14 +224,18 @@ class AsgiHandler(EventHandler):
         return made
 
     def answer_head(self, fields: tuple[Any, ...]) -> AnswerHead:
-        """``read_head(fields)``, read once for the same fields (``heads``)."""
+        """``read_head(fields)``, read once for the same fields (``heads``; on the stage's loop
+        thread only). Only fields that are all bytes are kept: a memoryview's or an mmap's
+        contents can change under the same key."""
         heads = self.heads
         try:
             head = heads.get(fields)
-        except TypeError:                      # a field given as a list
+        except (TypeError, ValueError):        # a list, a writable memoryview: unhashable
             return read_head(fields)
         if head is None:
             head = read_head(fields)
+            if any(type(n) is not bytes or type(v) is not bytes for n, v in fields):
+                return head                    # kept only for fields that are bytes
             if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
                 heads.clear()
             heads[fields] = head
@@ -386,8 +395,9 @@ class _Exchange:
             return
         stream = self.stream
         if stream is None:                     # the first piece of a streamed body
+            headers = self.headers()           # (before the stream: it may raise)
             stream = self.stream = StreamBody()
-            self.req.respond(Response(self.status, stream, self.headers()))  # type: ignore[arg-type]  # started
+            self.req.respond(Response(self.status, stream, headers))  # type: ignore[arg-type]  # started
         try:
             room = stream.write_nowait(body)
         except ConnectionError:

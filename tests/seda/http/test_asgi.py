@@ -9,6 +9,7 @@ import functools
 import hashlib
 import http.client
 import json
+import logging
 import os
 import socket
 import threading
@@ -401,6 +402,49 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
     handler = rt.stage("asgi").handler
     assert 0 < len(handler.heads) <= 2                                # kept, and bounded
     assert all(type(f) is tuple for fields in handler.heads for f in fields)   # no lists
+
+
+def test_fields_that_are_not_bytes_are_read_each_time_and_never_answer_others(rt):
+    """A memoryview equals the bytes it shows (and hashes the same): fields sent as views are
+    not kept, so a view's buffer changed in place is read afresh, and a request sending the
+    same fields as bytes gets a head of bytes (HEAD and a streamed answer decode it)."""
+    buffer = bytearray(b"AAAA")
+    view = memoryview(buffer).toreadonly()
+
+    async def app(scope, receive, send):
+        query = scope["query_string"]
+        if query.startswith(b"view"):
+            buffer[:] = query[-4:]             # the application rewrites its buffer in place
+            fields = [(memoryview(b"x-a"), memoryview(b"1")), (b"x-v", view)]
+        elif query == b"writable":
+            fields = [(b"x-a", memoryview(bytearray(b"1")))]   # unhashable: ValueError
+        else:
+            fields = [(b"x-a", b"1")]
+        await send({"type": "http.response.start", "status": 200, "headers": fields})
+        if query == b"stream":
+            await send({"type": "http.response.body", "body": b"o", "more_body": True})
+        await send({"type": "http.response.body", "body": b"k"})
+
+    address = run(rt, app)
+    answers = raw(address, b"GET /?view-AAAA HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"GET /?view-BBBB HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"HEAD /?bytes HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"GET /?stream HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"GET /?writable HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    heads = [a.split(b"\r\n\r\n")[0] for a in answers.split(b"HTTP/1.1 ")[1:]]
+    assert [h[:3] for h in heads] == [b"200"] * 5
+    assert b"x-v: AAAA" in heads[0] and b"x-v: BBBB" in heads[1]
+    assert all(b"x-a: 1" in h for h in heads) and answers.endswith(b"\r\n\r\nk")
+
+
+def test_a_content_length_given_as_an_int_is_a_500_with_a_short_message(rt, caplog):
+    async def app(scope, receive, send):             # a common slip: len(body), not bytes
+        await answer(send, body=b"x", headers=[(b"content-length", 20_000_000)])
+
+    with caplog.at_level(logging.ERROR, logger="seda.asgi"):
+        taken = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert taken.startswith(b"HTTP/1.1 500")
+    assert caplog.records and max(len(r.getMessage()) for r in caplog.records) < 10_000
 
 
 def test_the_application_stage_sheds_with_503(rt):
