@@ -21,6 +21,8 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from tests.helpers import WAIT
 from tests.helpers.net import raw
 
+real_read_head = asgi.read_head              # (one test counts its calls)
+
 
 def run(rt, app, limits=None, **options):
     sink = mount_asgi(rt, app, tasks=16, **options)
@@ -379,6 +381,9 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
     bounded); what each request gets is still what its application sent."""
     monkeypatch.setattr(asgi, "_HEADS_KEPT", 2)
     kept = [(b"x-kept", b"1")]
+    read = []                                  # the fields read_head was given, in turn
+    monkeypatch.setattr(asgi, "read_head", lambda fields: read.append(fields) or
+                        real_read_head(fields))
 
     async def app(scope, receive, send):
         n = scope["query_string"]
@@ -399,6 +404,9 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
         assert (b"x-fresh: " + query in head) == (kind == b"fresh")
         assert (b"x-list: yes" in head) == (kind == b"lists")
     assert b"connection: close" in heads[-1].lower()
+    # kept fields are read again only once the full table was cleared; lists every time
+    assert sum(kept[0] in fields for fields in read) == 2           # of 3 sent
+    assert sum([b"x-list", b"yes"] in fields for fields in read) == 2   # of 2 sent
     handler = rt.stage("asgi").handler
     assert 0 < len(handler.heads) <= 2                                # kept, and bounded
     assert all(type(f) is tuple for fields in handler.heads for f in fields)   # no lists
