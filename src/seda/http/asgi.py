@@ -54,7 +54,8 @@ _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
 _NOTED = _HOP_BY_HOP | {b"content-length", b"connection"}   # the fields the server acts on
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
-_HEADS_KEPT = 1024       # response header fields kept as read (AsgiHandler.heads)
+_HEADS_KEPT = 1024       # response header fields kept as read (AsgiHandler.heads) ...
+_HEAD_KEPT_MAX = 2048    # ... if their lines come to no more bytes (as request heads kept)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
 PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval and -timeout
 
@@ -225,8 +226,9 @@ class AsgiHandler(EventHandler):
 
     def answer_head(self, fields: tuple[Any, ...]) -> AnswerHead:
         """``read_head(fields)``, read once for the same fields (``heads``; on the stage's loop
-        thread only). Only fields that are all bytes are kept: a memoryview's or an mmap's
-        contents can change under the same key."""
+        thread only). Only fields that are all bytes are kept (a memoryview's or an mmap's
+        contents can change under the same key), and only up to 2 KB of them: at most 1024
+        heads of that size stay in memory."""
         heads = self.heads
         try:
             head = heads.get(fields)
@@ -234,8 +236,9 @@ class AsgiHandler(EventHandler):
             return read_head(fields)
         if head is None:
             head = read_head(fields)
-            if any(type(n) is not bytes or type(v) is not bytes for n, v in fields):
-                return head                    # kept only for fields that are bytes
+            if (len(head.block) > _HEAD_KEPT_MAX
+                    or any(type(n) is not bytes or type(v) is not bytes for n, v in fields)):
+                return head                    # kept only for fields that are bytes, and few
             if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
                 heads.clear()
             heads[fields] = head

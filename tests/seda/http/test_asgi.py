@@ -378,22 +378,23 @@ def test_a_content_length_that_is_not_a_number_is_a_500_never_sent(rt, length):
 
 def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
     """An application's response fields are read once for the same fields (AsgiHandler.heads,
-    bounded); what each request gets is still what its application sent."""
+    bounded, and only fields up to 2 KB); what each request gets is what its application
+    sent."""
     monkeypatch.setattr(asgi, "_HEADS_KEPT", 2)
-    kept = [(b"x-kept", b"1")]
+    kept, large = [(b"x-kept", b"1")], [(b"x-large", b"v" * 3000)]
     read = []                                  # the fields read_head was given, in turn
     monkeypatch.setattr(asgi, "read_head", lambda fields: read.append(fields) or
                         real_read_head(fields))
 
     async def app(scope, receive, send):
         n = scope["query_string"]
-        fields = {b"same": kept, b"fresh": [(b"x-fresh", n)],
+        fields = {b"same": kept, b"fresh": [(b"x-fresh", n)], b"large": large,
                   b"lists": [[b"x-list", b"yes"]], b"close": [(b"connection", b"close")]}
         await answer(send, body=b"ok", headers=fields[n.split(b"-")[0]])
 
     address = run(rt, app)
     queries = [b"same", b"fresh-1", b"same", b"fresh-2", b"fresh-3", b"lists", b"lists",
-               b"same", b"close"]
+               b"large", b"large", b"same", b"close"]
     answers = raw(address, b"".join(b"GET /?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q
                                     for q in queries))
     heads = [a.split(b"\r\n\r\n")[0] for a in answers.split(b"HTTP/1.1 ")[1:]]
@@ -403,10 +404,12 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
         assert (b"x-kept: 1" in head) == (kind == b"same")
         assert (b"x-fresh: " + query in head) == (kind == b"fresh")
         assert (b"x-list: yes" in head) == (kind == b"lists")
+        assert (b"x-large: " + b"v" * 3000 in head) == (kind == b"large")
     assert b"connection: close" in heads[-1].lower()
     # kept fields are read again only once the full table was cleared; lists every time
     assert sum(kept[0] in fields for fields in read) == 2           # of 3 sent
     assert sum([b"x-list", b"yes"] in fields for fields in read) == 2   # of 2 sent
+    assert sum(large[0] in fields for fields in read) == 2            # over 2 KB: of 2 sent
     handler = rt.stage("asgi").handler
     assert 0 < len(handler.heads) <= 2                                # kept, and bounded
     assert all(type(f) is tuple for fields in handler.heads for f in fields)   # no lists
