@@ -107,7 +107,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
 class AnswerHead(NamedTuple):
     """An application's response header fields, as the server reads them (``read_head``)."""
 
-    fields: tuple[tuple[bytes, bytes], ...]   # as sent, less the hop-by-hop ones
+    fields: tuple[tuple[bytes, bytes], ...]   # as sent (as bytes), less the hop-by-hop ones
     block: bytes                              # those fields as header lines, each with its CRLF
     length: int | None                        # the declared Content-Length
     closes: bool                              # a Connection field: the wish to close
@@ -177,7 +177,7 @@ class AsgiHandler(EventHandler):
         self.targets: dict[tuple[str, str], tuple[str, bytes, bytes]] = {}
         # an application's response header fields -> what reading them gave (read_head): it
         # sends the same ones again and again, and reading them cost more than the rest of its
-        # answer. Fields given as lists (unhashable) are read each time.
+        # answer. Only fields of bytes, up to 2 KB of them, are kept (answer_head).
         self.heads: dict[tuple[Any, ...], AnswerHead] = {}
 
     async def init(self, ctx: StageContext) -> None:
@@ -398,9 +398,8 @@ class _Exchange:
             return
         stream = self.stream
         if stream is None:                     # the first piece of a streamed body
-            headers = self.headers()           # (before the stream: it may raise)
             stream = self.stream = StreamBody()
-            self.req.respond(Response(self.status, stream, headers))  # type: ignore[arg-type]  # started
+            self.req.respond(Response(self.status, stream, self.headers()))  # type: ignore[arg-type]  # started
         try:
             room = stream.write_nowait(body)
         except ConnectionError:
