@@ -250,7 +250,7 @@ class Switch:
         return [self.head], False
 
 
-def prepare_head(headers: Headers) -> bytes:
+def prepare_head(headers: Iterable[tuple[str, str]]) -> bytes:
     """Header lines for a ``Prepared`` response, checked and encoded once."""
     return _header_bytes(list(headers))
 

@@ -17,14 +17,14 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
 from . import response as responses
 from .body import BodyError
 from .request import HttpRequest
-from .response import CloseDescriptor, FileBody, Headers, Response, StreamBody
+from .response import CloseDescriptor, FileBody, Headers, Prepared, Response, StreamBody
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
@@ -42,8 +42,12 @@ _PHRASES = {s.value: s.phrase for s in HTTPStatus}
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                          "upgrade"})
 _KEYS_KEPT = 512
-_LENGTH, _HOP = 0, 1
-_SERVER_FIELDS = {"content-length": _LENGTH, **dict.fromkeys(_HOP_BY_HOP, _HOP)}
+_HEADS_KEPT = 1024       # response header fields kept as read (WsgiHandler.heads) ...
+_HEAD_KEPT_MAX = 2048    # ... if their lines come to no more bytes (as request heads kept)
+_LENGTH, _HOP, _CONNECTION = 0, 1, 2
+_SERVER_FIELDS = {"content-length": _LENGTH, "connection": _CONNECTION,
+                  **dict.fromkeys(_HOP_BY_HOP, _HOP)}
+_NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
 # status lines as applications write them, with the standard phrase: taken as they are
 _STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus}
 
@@ -55,6 +59,41 @@ def _status_code(status: str) -> int:
             or "\n" in status or "\r" in status:
         raise ValueError(f"bad WSGI status {status!r}")
     return int(code)
+
+
+class _Head(NamedTuple):
+    """An application's response header fields, as start_response reads them (``_read_head``)."""
+
+    headers: tuple[tuple[str, str], ...]   # as given, less the hop-by-hop ones
+    block: bytes                           # those as header lines, each with its CRLF
+    length: int | None                     # the declared Content-Length
+    connection: bool                       # a Connection field (Response acts on it)
+
+
+_NO_HEAD = _Head((), b"", None, False)
+
+
+def _read_head(headers: Headers) -> _Head:
+    """Check start_response's header fields and make their header lines: TypeError for a field
+    not (str, str), ValueError for one that cannot be sent (a line break, a Content-Length
+    not a number, a character latin-1 lacks)."""
+    length, hop, connection = None, False, False
+    for name, value in headers:
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
+        role = _SERVER_FIELDS.get(name.lower())
+        if role is None:
+            continue
+        if role is _LENGTH:
+            if not value.strip().isdigit():
+                raise ValueError(f"bad Content-Length {value[:32]!r}")
+            length = int(value)
+        elif role is _HOP:
+            hop = True
+        else:
+            connection = True
+    kept = tuple(h for h in headers if h[0].lower() not in _HOP_BY_HOP) if hop else tuple(headers)
+    return _Head(kept, responses.prepare_head(kept), length, connection)
 
 
 class _Errors:
@@ -113,6 +152,12 @@ class WsgiHandler(EventHandler):
         self.underscore_headers = underscore_headers
         self._errors = _Errors()
         self._keys: dict[bytes, str] = {}       # header field name -> environ key (_key)
+        # an application's response header fields -> what reading them gave (_read_head): it
+        # sends the same ones again and again (equal lists, made afresh), and reading them
+        # cost more than the rest of its answer. Only fields of str, up to 2 KB of them, are
+        # kept (head). Any of the pool's threads reads and fills it, a dict's get and set
+        # being atomic.
+        self.heads: dict[tuple[Any, ...], _Head] = {}
 
     def environ(self, req: HttpRequest) -> WSGIEnvironment:
         path = req.path
@@ -169,6 +214,24 @@ class WsgiHandler(EventHandler):
             self._keys[name] = key
         return key
 
+    def head(self, headers: Headers) -> _Head:
+        """``_read_head(headers)``, read once for the same fields (``heads``)."""
+        heads = self.heads
+        fields = tuple(headers)
+        try:
+            head = heads.get(fields)
+        except TypeError:                      # a field given as a list: unhashable
+            return _read_head(headers)
+        if head is None:
+            head = _read_head(headers)
+            if (len(head.block) > _HEAD_KEPT_MAX
+                    or any(type(n) is not str or type(v) is not str for n, v in fields)):
+                return head                    # kept only for fields that are str, and few
+            if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
+                heads.clear()
+            heads[fields] = head
+        return head
+
     def handle_event(self, req: HttpRequest) -> None:
         _Exchange(self, req).run()
 
@@ -176,15 +239,14 @@ class WsgiHandler(EventHandler):
 class _Exchange:
     """One request through the application: start_response, write(), the iterable."""
 
-    __slots__ = ("counted", "handler", "head_only", "headers", "length", "pieces", "reason", "req",
-                 "status", "stream")
+    __slots__ = ("counted", "handler", "head", "head_only", "pieces", "reason", "req", "status",
+                 "stream")
 
     def __init__(self, handler: WsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
         self.status: int | None = None
         self.reason: str | None = None
-        self.headers: Headers = []
-        self.length: int | None = None             # the declared Content-Length
+        self.head = _NO_HEAD                       # the application's fields, once started
         self.stream: StreamBody | None = None      # once the head has gone out
         self.pieces: list[bytes] = []              # body held back: known to be whole
         self.head_only = req.method == "HEAD"
@@ -209,23 +271,8 @@ class _Exchange:
             # the standard phrase comes from a table; only another one is sent as given
             reason = status.partition(" ")[2]
             self.reason = None if _PHRASES.get(code) == reason else reason
-        length, hop = None, False
-        for name, value in headers:
-            if not isinstance(name, str) or not isinstance(value, str):
-                raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
-            role = _SERVER_FIELDS.get(name.lower())
-            if role is None:
-                continue
-            if role is _LENGTH:
-                if not value.strip().isdigit():
-                    raise ValueError(f"bad Content-Length {value!r}")
-                length = int(value)
-            else:
-                hop = True
-        # (Response copies the list it is given: the application's stays its own)
-        self.status, self.length = code, length
-        self.headers = ([h for h in headers if h[0].lower() not in _HOP_BY_HOP] if hop
-                        else headers)
+        self.head = self.handler.head(headers)
+        self.status = code
         return self.write
 
     def write(self, data: bytes) -> None:
@@ -238,11 +285,11 @@ class _Exchange:
             self.counted += len(data)
         elif self.stream is not None:
             self.stream.write(data)
-        elif not self.pieces and self.length == len(data):
+        elif not self.pieces and self.head.length == len(data):
             self.pieces.append(bytes(data))        # whole: one bytes at the end
         else:                                      # more may come, later: stream from here
             self.stream = StreamBody()
-            self.req.respond(Response(self.status, self.stream, self.headers,
+            self.req.respond(Response(self.status, self.stream, list(self.head.headers),
                                       reason=self.reason))
             for piece in (*self.pieces, data):
                 self.stream.write(piece)
@@ -281,19 +328,28 @@ class _Exchange:
         if self.stream is not None:
             self.stream.finish()
             return
-        headers = self.headers
+        head, status, length = self.head, self.status, self.head.length
         body = b"".join(self.pieces)               # (one bytes piece: itself, no copy)
+        if (length in (None, len(body)) and not (self.head_only or head.connection)
+                and self.reason is None and status not in _NO_BODY):
+            # the usual answer: its header lines were made once for these fields, so only
+            # the status and Date lines are added as it goes out (a Prepared answer)
+            block = head.block if length is not None else (
+                head.block + b"content-length: %d\r\n" % len(body))
+            self.req.respond(Prepared(status, block, body))
+            return
+        headers = list(head.headers)
         if self.head_only:
-            if self.length is None:                # what a GET would have said
-                headers = [*headers, ("Content-Length", str(self.counted))]
-        elif self.length is not None and self.length != len(body):
+            if length is None:                     # what a GET would have said
+                headers.append(("Content-Length", str(self.counted)))
+        elif length is not None and length != len(body):
             # the application's Content-Length is wrong: never send bytes past it, and close
             # rather than leave the client waiting for bytes that will not come
-            body = body[:self.length]
-            if len(body) < self.length:
+            body = body[:length]
+            if len(body) < length:
                 headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
                 headers.append(("Connection", "close"))
-        self.req.respond(Response(self.status, body, headers, reason=self.reason))
+        self.req.respond(Response(status, body, headers, reason=self.reason))
 
     def _send_file(self, result: FileWrapper) -> bool:
         """A ``wsgi.file_wrapper`` of a regular file: answer with sendfile (a duplicate
@@ -309,13 +365,14 @@ class _Exchange:
         if not stat.S_ISREG(info.st_mode):
             return False
         count = max(0, info.st_size - offset)
-        if self.length is not None:
-            if self.length > count:
+        length = self.head.length
+        if length is not None:
+            if length > count:
                 return False                       # short: let the iterable path deal with it
-            count = self.length
+            count = length
         dup = os.dup(fd)
         self.req.respond(Response(self.status, FileBody(dup, offset, count, CloseDescriptor, dup),
-                                  self.headers, reason=self.reason))
+                                  list(self.head.headers), reason=self.reason))
         return True
 
     def failed(self) -> None:

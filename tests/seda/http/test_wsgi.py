@@ -13,9 +13,10 @@ from wsgiref.validate import validator
 
 import pytest
 
-from seda.http import Limits, mount, serve
+from seda.http import Limits, mount, serve, wsgi
 
 from tests.helpers import WAIT
+from tests.helpers.net import raw
 
 
 def run(rt, app, **options):
@@ -173,3 +174,101 @@ def test_wsgi_input_streams_a_large_body(rt):
     r, data = get(run(rt, app), "POST", "/", body)
     assert r.status == 200
     assert data == f"{len(body)} {hashlib.sha256(body).hexdigest()}".encode()
+
+
+def plain_run(rt, app):
+    """``run`` without wsgiref's validator: these applications break PEP 3333 on purpose."""
+    address = serve(rt, ("127.0.0.1", 0), mount(rt, app, threads=4),
+                    limits=Limits(response_timeout=5)).address
+    rt.start()
+    return address
+
+
+def answers(address, requests: list[bytes]) -> list[bytes]:
+    """The answers to pipelined ``requests``, each whole, in order; the last should close."""
+    out = raw(address, b"".join(requests))
+    return [b"HTTP/1." + a for a in out.split(b"HTTP/1.")[1:]]
+
+
+def test_an_answer_carries_the_fields_the_application_gave(rt):
+    """Whole answers go out with the application's fields as given (names as written, the
+    server's hop-by-hop ones dropped, a Content-Length added where it gave none); a
+    Connection: close closes, HEAD and 204 get no body, HTTP/1.0 is told the connection's
+    fate, and a field the server cannot send is a 500."""
+    fields = {
+        "/": [("Content-Type", "text/plain"), ("X-Kept", "as given")],
+        "/hop": [("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked"),
+                 ("Keep-Alive", "timeout=5")],
+        "/length": [("Content-Length", "5"), ("Content-Type", "text/plain")],
+        "/close": [("Connection", "close")],
+        "/split": [("X-Evil", "a\r\nSet-Cookie: b")],
+        "/euro": [("X-Price", "5 \u20ac")],
+    }
+
+    def app(environ, start_response):
+        path = environ["PATH_INFO"]
+        start_response("204 No Content" if path == "/none" else "200 OK",
+                       fields.get(path, [("Content-Type", "text/plain")]))
+        return [b"hello"]
+
+    address = plain_run(rt, app)
+    get_ = b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+    got = answers(address, [get_ % p for p in (b"/", b"/hop", b"/length", b"/none")]
+                  + [b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", get_ % b"/close", get_ % b"/"])
+    assert len(got) == 6                       # the last, after the close, is not answered
+    plain, hop, length, none, head, close = got
+    assert plain.startswith(b"HTTP/1.1 200 OK\r\n") and plain.endswith(b"\r\n\r\nhello")
+    assert b"\r\nContent-Type: text/plain\r\nX-Kept: as given\r\n" in plain
+    assert plain.lower().count(b"\r\ncontent-length: 5\r\n") == 1
+    assert b"chunked" not in hop and b"Keep-Alive" not in hop and hop.endswith(b"\r\n\r\nhello")
+    assert length.count(b"Content-Length: 5\r\n") == 1 and length.endswith(b"\r\n\r\nhello")
+    assert none.startswith(b"HTTP/1.1 204") and b"hello" not in none
+    assert head.lower().count(b"content-length: 5\r\n") == 1 and head.endswith(b"\r\n\r\n")
+    assert b"connection: close" in close.lower() and close.endswith(b"\r\n\r\nhello")
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.0 200") and b"connection: keep-alive" in first.lower()
+    for path in (b"/split", b"/euro"):
+        bad = raw(address, b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path)
+        assert bad.startswith(b"HTTP/1.1 500") and b"Set-Cookie" not in bad
+
+
+def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch):
+    """The fields an application gives start_response are read once for equal fields
+    (WsgiHandler.heads, bounded, and only fields up to 2 KB), made afresh or not; fields given
+    as lists are read every time; each answer is still its application's."""
+    monkeypatch.setattr(wsgi, "_HEADS_KEPT", 2)
+    read = []
+    real = wsgi._read_head
+    monkeypatch.setattr(wsgi, "_read_head", lambda headers: read.append(headers) or real(headers))
+    large = ("X-Large", "v" * 3000)
+
+    def app(environ, start_response):
+        query = environ["QUERY_STRING"]
+        kind = query.split("-")[0]
+        start_response("200 OK", {"same": [("X-Same", "1")],          # equal, made afresh
+                                  "fresh": [("X-Fresh", query)],
+                                  "lists": [["X-List", "yes"]],
+                                  "large": [large]}[kind])
+        return [b"ok"]
+
+    address = plain_run(rt, app)
+    queries = ["same", "fresh-1", "same", "fresh-2", "fresh-3", "lists", "lists", "large",
+               "large", "same"]
+    got = answers(address, [b"GET /?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q.encode()
+                            for q in queries[:-1]]
+                  + [b"GET /?same HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
+    assert len(got) == len(queries)
+    for query, answer in zip(queries, got, strict=True):
+        kind = query.split("-")[0]
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\nok")
+        assert (b"X-Same: 1\r\n" in answer) == (kind == "same")
+        assert (b"X-Fresh: %s\r\n" % query.encode() in answer) == (kind == "fresh")
+        assert (b"X-List: yes\r\n" in answer) == (kind == "lists")
+    # read again only once the full table was cleared; lists and large fields every time
+    assert sum(("X-Same", "1") in h for h in read) == 2              # of 3 sent
+    assert sum(["X-List", "yes"] in h for h in read) == 2            # of 2 sent
+    assert sum(large in h for h in read) == 2                        # of 2 sent
+    heads = rt.stage("wsgi").handler.heads
+    assert 0 < len(heads) <= 2 and all(type(f) is tuple for key in heads for f in key)
