@@ -73,7 +73,7 @@ class _Head(NamedTuple):
 _NO_HEAD = _Head((), b"", None, False)
 
 
-def _read_head(headers: Headers) -> _Head:
+def _read_head(headers: tuple[Any, ...]) -> _Head:
     """Check start_response's header fields and make their header lines: TypeError for a field
     not (str, str), ValueError for one that cannot be sent (a line break, a Content-Length
     not a number, a character latin-1 lacks)."""
@@ -92,7 +92,7 @@ def _read_head(headers: Headers) -> _Head:
             hop = True
         else:
             connection = True
-    kept = tuple(h for h in headers if h[0].lower() not in _HOP_BY_HOP) if hop else tuple(headers)
+    kept = tuple(h for h in headers if h[0].lower() not in _HOP_BY_HOP) if hop else headers
     return _Head(kept, responses.prepare_head(kept), length, connection)
 
 
@@ -214,16 +214,18 @@ class WsgiHandler(EventHandler):
             self._keys[name] = key
         return key
 
-    def head(self, headers: Headers) -> _Head:
-        """``_read_head(headers)``, read once for the same fields (``heads``)."""
+    def head(self, headers: Iterable[tuple[str, str]]) -> _Head:
+        """``_read_head`` of the fields start_response was given, read once for equal fields
+        (``heads``). Taken as they are then: fields the application adds to its list later
+        are not sent (as gunicorn and waitress copy them)."""
         heads = self.heads
         fields = tuple(headers)
         try:
             head = heads.get(fields)
         except TypeError:                      # a field given as a list: unhashable
-            return _read_head(headers)
+            return _read_head(fields)
         if head is None:
-            head = _read_head(headers)
+            head = _read_head(fields)          # (fields: headers may be an iterator, spent)
             if (len(head.block) > _HEAD_KEPT_MAX
                     or any(type(n) is not str or type(v) is not str for n, v in fields)):
                 return head                    # kept only for fields that are str, and few
