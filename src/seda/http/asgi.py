@@ -34,6 +34,7 @@ from .._stage import EventHandler, StageContext
 from . import pathsend
 from . import response as responses
 from .body import BodyError
+from .kept import KeptHeads
 from .lifespan import Application, Lifespan, Message
 from .request import ClientDisconnected, HttpRequest
 from .response import Headers, Prepared, Response, StreamBody
@@ -54,8 +55,6 @@ _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
 _NOTED = _HOP_BY_HOP | {b"content-length", b"connection"}   # the fields the server acts on
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
-_HEADS_KEPT = 1024       # response header fields kept as read (AsgiHandler.heads) ...
-_HEAD_KEPT_MAX = 2048    # ... if their lines come to no more bytes (as request heads kept)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
 PING_INTERVAL = PING_TIMEOUT = 20.0   # seconds, as uvicorn's --ws-ping-interval and -timeout
 
@@ -175,10 +174,9 @@ class AsgiHandler(EventHandler):
         # for the same targets again and again (only the stage's loop thread touches it). By
         # the request's path and query, not its target: a router in front may rewrite them.
         self.targets: dict[tuple[str, str], tuple[str, bytes, bytes]] = {}
-        # an application's response header fields -> what reading them gave (read_head): it
-        # sends the same ones again and again, and reading them cost more than the rest of its
-        # answer. Only fields of bytes, up to 2 KB of them, are kept (answer_head).
-        self.heads: dict[tuple[Any, ...], AnswerHead] = {}
+        # what reading an application's response fields gave, for the same fields (kept.py;
+        # only the stage's loop thread reads it)
+        self.heads = KeptHeads(read_head, bytes)
 
     async def init(self, ctx: StageContext) -> None:
         self.loop = asyncio.get_running_loop()
@@ -223,26 +221,6 @@ class AsgiHandler(EventHandler):
                 self.targets.clear()
             made = self.targets[key] = (path, raw_path, req.query.encode("latin-1"))
         return made
-
-    def answer_head(self, fields: tuple[Any, ...]) -> AnswerHead:
-        """``read_head(fields)``, read once for the same fields (``heads``; on the stage's loop
-        thread only). Only fields that are all bytes are kept (a memoryview's or an mmap's
-        contents can change under the same key), and only up to 2 KB of them: at most 1024
-        heads of that size stay in memory."""
-        heads = self.heads
-        try:
-            head = heads.get(fields)
-        except (TypeError, ValueError):        # a list, a writable memoryview: unhashable
-            return read_head(fields)
-        if head is None:
-            head = read_head(fields)
-            if (len(head.block) > _HEAD_KEPT_MAX
-                    or any(type(n) is not bytes or type(v) is not bytes for n, v in fields)):
-                return head                    # kept only for fields that are bytes, and few
-            if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
-                heads.clear()
-            heads[fields] = head
-        return head
 
     async def handle_event(self, req: HttpRequest) -> None:
         # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
@@ -384,7 +362,7 @@ class _Exchange:
         status = message["status"]
         if not isinstance(status, int) or not 100 <= status <= 999:
             raise ValueError(f"bad ASGI status {status!r}")
-        self.head = self.handler.answer_head(tuple(message.get("headers", ())))
+        self.head = self.handler.heads.get(tuple(message.get("headers", ())))
         self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends

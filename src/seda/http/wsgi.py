@@ -23,6 +23,7 @@ from urllib.parse import unquote_to_bytes
 from .._stage import EventHandler
 from . import response as responses
 from .body import BodyError
+from .kept import KeptHeads
 from .request import HttpRequest
 from .response import CloseDescriptor, FileBody, Headers, Prepared, Response, StreamBody
 
@@ -42,8 +43,6 @@ _PHRASES = {s.value: s.phrase for s in HTTPStatus}
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                          "upgrade"})
 _KEYS_KEPT = 512
-_HEADS_KEPT = 1024       # response header fields kept as read (WsgiHandler.heads) ...
-_HEAD_KEPT_MAX = 2048    # ... if their lines come to no more bytes (as request heads kept)
 _LENGTH, _HOP, _CONNECTION = 0, 1, 2
 _SERVER_FIELDS = {"content-length": _LENGTH, "connection": _CONNECTION,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
@@ -152,12 +151,9 @@ class WsgiHandler(EventHandler):
         self.underscore_headers = underscore_headers
         self._errors = _Errors()
         self._keys: dict[bytes, str] = {}       # header field name -> environ key (_key)
-        # an application's response header fields -> what reading them gave (_read_head): it
-        # sends the same ones again and again (equal lists, made afresh), and reading them
-        # cost more than the rest of its answer. Only fields of str, up to 2 KB of them, are
-        # kept (head). Any of the pool's threads reads and fills it, a dict's get and set
-        # being atomic.
-        self.heads: dict[tuple[Any, ...], _Head] = {}
+        # what reading an application's start_response fields gave, for equal fields
+        # (kept.py; any of the pool's threads)
+        self.heads = KeptHeads(_read_head, str)
 
     def environ(self, req: HttpRequest) -> WSGIEnvironment:
         path = req.path
@@ -214,26 +210,6 @@ class WsgiHandler(EventHandler):
             self._keys[name] = key
         return key
 
-    def head(self, headers: Iterable[tuple[str, str]]) -> _Head:
-        """``_read_head`` of the fields start_response was given, read once for equal fields
-        (``heads``). Taken as they are then: fields the application adds to its list later
-        are not sent (as gunicorn and waitress copy them)."""
-        heads = self.heads
-        fields = tuple(headers)
-        try:
-            head = heads.get(fields)
-        except TypeError:                      # a field given as a list: unhashable
-            return _read_head(fields)
-        if head is None:
-            head = _read_head(fields)          # (fields: headers may be an iterator, spent)
-            if (len(head.block) > _HEAD_KEPT_MAX
-                    or any(type(n) is not str or type(v) is not str for n, v in fields)):
-                return head                    # kept only for fields that are str, and few
-            if len(heads) >= _HEADS_KEPT:      # (full of fields seen once: start again)
-                heads.clear()
-            heads[fields] = head
-        return head
-
     def handle_event(self, req: HttpRequest) -> None:
         _Exchange(self, req).run()
 
@@ -273,7 +249,9 @@ class _Exchange:
             # the standard phrase comes from a table; only another one is sent as given
             reason = status.partition(" ")[2]
             self.reason = None if _PHRASES.get(code) == reason else reason
-        self.head = self.handler.head(headers)
+        # (taken as they are now: fields added to the list later are not sent, as gunicorn and
+        # waitress copy them; an iterator of fields is taken whole)
+        self.head = self.handler.heads.get(tuple(headers))
         self.status = code
         return self.write
 

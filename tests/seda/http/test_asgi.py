@@ -17,11 +17,10 @@ import threading
 import pytest
 
 from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, serve
+from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
-
-real_read_head = asgi.read_head              # (one test counts its calls)
 
 
 def run(rt, app, limits=None, **options):
@@ -380,11 +379,8 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
     """An application's response fields are read once for the same fields (AsgiHandler.heads,
     bounded, and only fields up to 2 KB); what each request gets is what its application
     sent."""
-    monkeypatch.setattr(asgi, "_HEADS_KEPT", 2)
+    monkeypatch.setattr(kept_heads, "HEADS_KEPT", 2)
     kept, large = [(b"x-kept", b"1")], [(b"x-large", b"v" * 3000)]
-    read = []                                  # the fields read_head was given, in turn
-    monkeypatch.setattr(asgi, "read_head", lambda fields: read.append(fields) or
-                        real_read_head(fields))
 
     async def app(scope, receive, send):
         n = scope["query_string"]
@@ -393,26 +389,28 @@ def test_header_fields_read_once_answer_each_request_as_sent(rt, monkeypatch):
         await answer(send, body=b"ok", headers=fields[n.split(b"-")[0]])
 
     address = run(rt, app)
+    heads, read = rt.stage("asgi").handler.heads, []   # the fields read, in turn
+    monkeypatch.setattr(heads, "read", lambda fields, real=heads.read: read.append(fields) or
+                        real(fields))
     queries = [b"same", b"fresh-1", b"same", b"fresh-2", b"fresh-3", b"lists", b"lists",
                b"large", b"large", b"same", b"close"]
     answers = raw(address, b"".join(b"GET /?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q
                                     for q in queries))
-    heads = [a.split(b"\r\n\r\n")[0] for a in answers.split(b"HTTP/1.1 ")[1:]]
-    assert len(heads) == len(queries) and all(h.startswith(b"200 OK") for h in heads)
-    for query, head in zip(queries, heads, strict=True):
+    got = [a.split(b"\r\n\r\n")[0] for a in answers.split(b"HTTP/1.1 ")[1:]]
+    assert len(got) == len(queries) and all(h.startswith(b"200 OK") for h in got)
+    for query, head in zip(queries, got, strict=True):
         kind = query.split(b"-")[0]
         assert (b"x-kept: 1" in head) == (kind == b"same")
         assert (b"x-fresh: " + query in head) == (kind == b"fresh")
         assert (b"x-list: yes" in head) == (kind == b"lists")
         assert (b"x-large: " + b"v" * 3000 in head) == (kind == b"large")
-    assert b"connection: close" in heads[-1].lower()
+    assert b"connection: close" in got[-1].lower()
     # kept fields are read again only once the full table was cleared; lists every time
     assert sum(kept[0] in fields for fields in read) == 2           # of 3 sent
     assert sum([b"x-list", b"yes"] in fields for fields in read) == 2   # of 2 sent
     assert sum(large[0] in fields for fields in read) == 2            # over 2 KB: of 2 sent
-    handler = rt.stage("asgi").handler
-    assert 0 < len(handler.heads) <= 2                                # kept, and bounded
-    assert all(type(f) is tuple for fields in handler.heads for f in fields)   # no lists
+    assert 0 < len(heads.table) <= 2                                  # kept, and bounded
+    assert all(type(f) is tuple for fields in heads.table for f in fields)     # no lists
 
 
 def test_fields_that_are_not_bytes_are_read_each_time_and_never_answer_others(rt):

@@ -13,7 +13,7 @@ from wsgiref.validate import validator
 
 import pytest
 
-from seda.http import Limits, mount, serve, wsgi
+from seda.http import Limits, kept, mount, serve
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
@@ -245,10 +245,7 @@ def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch
     """The fields an application gives start_response are read once for equal fields
     (WsgiHandler.heads, bounded, and only fields up to 2 KB), made afresh or not; fields given
     as lists are read every time; each answer is still its application's."""
-    monkeypatch.setattr(wsgi, "_HEADS_KEPT", 2)
-    read = []
-    real = wsgi._read_head
-    monkeypatch.setattr(wsgi, "_read_head", lambda headers: read.append(headers) or real(headers))
+    monkeypatch.setattr(kept, "HEADS_KEPT", 2)
     large = ("X-Large", "v" * 3000)
 
     def app(environ, start_response):
@@ -261,6 +258,9 @@ def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch
         return [b"ok"]
 
     address = plain_run(rt, app)
+    heads, read = rt.stage("wsgi").handler.heads, []   # the fields read, in turn
+    monkeypatch.setattr(heads, "read", lambda fields, real=heads.read: read.append(fields) or
+                        real(fields))
     queries = ["same", "fresh-1", "same", "fresh-2", "fresh-3", "lists", "lists", "large",
                "large", "same"]
     got = answers(address, [b"GET /?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q.encode()
@@ -277,5 +277,5 @@ def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch
     assert sum(("X-Same", "1") in h for h in read) == 2              # of 3 sent
     assert sum(["X-List", "yes"] in h for h in read) == 2            # of 2 sent
     assert sum(large in h for h in read) == 2                        # of 2 sent
-    heads = rt.stage("wsgi").handler.heads
-    assert 0 < len(heads) <= 2 and all(type(f) is tuple for key in heads for f in key)
+    assert 0 < len(heads.table) <= 2
+    assert all(type(f) is tuple for key in heads.table for f in key)

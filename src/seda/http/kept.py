@@ -1,0 +1,54 @@
+"""What reading an application's response header fields gave, kept for the same fields.
+
+An application sends the same fields again and again: the same list, or equal ones made
+afresh, as frameworks build theirs per response. Checking them and making their header lines
+cost more than the rest of a small answer, so each application's stage (asgi.py, wsgi.py)
+reads a set of fields once. The table is bounded as the request side's kept heads are: at
+most ``HEADS_KEPT`` sets, each of at most ``HEAD_KEPT_MAX`` bytes of lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+HEADS_KEPT = 1024        # sets of fields kept ...
+HEAD_KEPT_MAX = 2048     # ... if their header lines come to no more bytes
+
+
+class _Read(Protocol):
+    @property
+    def block(self) -> bytes:                  # the fields as header lines
+        ...
+
+
+H = TypeVar("H", bound=_Read)
+
+
+class KeptHeads(Generic[H]):
+    """``read(fields)``, read once for equal fields. Only fields of the exact type ``plain``
+    (``bytes`` or ``str``) are kept: a memoryview's or an mmap's contents can change under
+    an equal key, and a subclass may format itself otherwise; unhashable fields (lists,
+    writable memoryviews) are read each time. Safe from several threads: a dict's get, set and
+    clear are atomic."""
+
+    def __init__(self, read: Callable[[tuple[Any, ...]], H], plain: type) -> None:
+        self.read, self.plain = read, plain
+        self.table: dict[tuple[Any, ...], H] = {}
+
+    def get(self, fields: tuple[Any, ...]) -> H:
+        table = self.table
+        try:
+            head = table.get(fields)
+        except (TypeError, ValueError):        # unhashable: a list, a writable memoryview
+            return self.read(fields)
+        if head is None:
+            head = self.read(fields)
+            plain = self.plain
+            if (len(head.block) > HEAD_KEPT_MAX
+                    or any(type(n) is not plain or type(v) is not plain for n, v in fields)):
+                return head
+            if len(table) >= HEADS_KEPT:       # (full of fields seen once: start again)
+                table.clear()
+            table[fields] = head
+        return head
