@@ -84,9 +84,10 @@ def _read_head(headers: tuple[Any, ...]) -> _Head:
         if role is None:
             continue
         if role is _LENGTH:
-            if not value.strip().isdigit():
+            digits = value.strip()
+            if not (digits.isascii() and digits.isdigit()):   # (isdigit alone takes "²")
                 raise ValueError(f"bad Content-Length {value[:32]!r}")
-            length = int(value)
+            length = int(digits)
         elif role is _HOP:
             hop = True
         else:
