@@ -1,28 +1,23 @@
-"""What reading an application's response header fields gave, kept for the same fields.
+"""What reading a set of header fields gave, kept for equal fields.
 
-An application sends the same fields again and again: the same list, or equal ones made
-afresh, as frameworks build theirs per response. Checking them and making their header lines
-cost more than the rest of a small answer, so each application's stage (asgi.py, wsgi.py)
-reads a set of fields once. The table is bounded as the request side's kept heads are: at
-most ``HEADS_KEPT`` sets, each of at most ``HEAD_KEPT_MAX`` bytes of lines.
+An application sends the same response fields again and again: the same list, or equal ones
+made afresh, as frameworks build theirs per response. Checking them and making their header
+lines cost more than the rest of a small answer, so each application's stage (asgi.py,
+wsgi.py) reads a set of fields once. A client, likewise, sends the same request fields on
+every request of a connection, and a WSGI stage makes their environ entries once. The tables
+are bounded as the protocol's kept heads are: at most ``HEADS_KEPT`` sets, each of at most
+``HEAD_KEPT_MAX`` bytes of names and values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 HEADS_KEPT = 1024        # sets of fields kept ...
-HEAD_KEPT_MAX = 2048     # ... if their header lines come to no more bytes
+HEAD_KEPT_MAX = 2048     # ... if their names and values come to no more bytes
 
-
-class _Read(Protocol):
-    @property
-    def block(self) -> bytes:                  # the fields as header lines
-        ...
-
-
-H = TypeVar("H", bound=_Read)
+H = TypeVar("H")
 
 
 class KeptHeads(Generic[H]):
@@ -32,7 +27,7 @@ class KeptHeads(Generic[H]):
     writable memoryviews) are read each time. Safe from several threads: a dict's get, set and
     clear are atomic."""
 
-    def __init__(self, read: Callable[[tuple[Any, ...]], H], plain: type) -> None:
+    def __init__(self, read: Callable[[tuple[Any, ...]], H], plain: type[Any]) -> None:
         self.read, self.plain = read, plain
         self.table: dict[tuple[Any, ...], H] = {}
 
@@ -44,9 +39,12 @@ class KeptHeads(Generic[H]):
             return self.read(fields)
         if head is None:
             head = self.read(fields)
-            plain = self.plain
-            if (len(head.block) > HEAD_KEPT_MAX
-                    or any(type(n) is not plain or type(v) is not plain for n, v in fields)):
+            plain, size = self.plain, 0
+            for name, value in fields:
+                if type(name) is not plain or type(value) is not plain:
+                    return head
+                size += len(name) + len(value)
+            if size > HEAD_KEPT_MAX:
                 return head
             if len(table) >= HEADS_KEPT:       # (full of fields seen once: start again)
                 table.clear()

@@ -43,6 +43,7 @@ _PHRASES = {s.value: s.phrase for s in HTTPStatus}
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                          "upgrade"})
 _KEYS_KEPT = 512
+_PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}   # SERVER_PROTOCOL, by request version
 _LENGTH, _HOP, _CONNECTION = 0, 1, 2
 _SERVER_FIELDS = {"content-length": _LENGTH, "connection": _CONNECTION,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
@@ -152,9 +153,23 @@ class WsgiHandler(EventHandler):
         self.underscore_headers = underscore_headers
         self._errors = _Errors()
         self._keys: dict[bytes, str] = {}       # header field name -> environ key (_key)
-        # what reading an application's start_response fields gave, for equal fields
-        # (kept.py; any of the pool's threads)
+        # what reading an application's start_response fields gave, for equal fields, and
+        # the environ entries of a request's fields, for equal fields (kept.py; any of the
+        # pool's threads)
         self.heads = KeptHeads(_read_head, str)
+        self.fields = KeptHeads(self._entries, bytes)
+        # every environ begins as a copy of this: the entries alike for every request, and
+        # places for the others (set by environ), so that the copy never grows its table;
+        # copying costs a third of making the dict entry by entry
+        self._base: WSGIEnvironment = {
+            "REQUEST_METHOD": "", "SCRIPT_NAME": self.script_name, "PATH_INFO": "",
+            "QUERY_STRING": "", "SERVER_NAME": self.server_name, "SERVER_PORT": self.server_port,
+            "SERVER_PROTOCOL": "", "REMOTE_ADDR": "", "REMOTE_PORT": "",
+            "wsgi.version": (1, 0), "wsgi.url_scheme": "", "wsgi.input": None,
+            "wsgi.input_terminated": True, "wsgi.errors": self._errors,
+            "wsgi.file_wrapper": FileWrapper, "wsgi.multithread": True,
+            "wsgi.multiprocess": False, "wsgi.run_once": False,
+        }
 
     def environ(self, req: HttpRequest) -> WSGIEnvironment:
         path = req.path
@@ -163,38 +178,34 @@ class WsgiHandler(EventHandler):
         if self.script_name and path.startswith(self.script_name):
             path = path[len(self.script_name):]
         peer = req.peer or ("", 0)
-        env: WSGIEnvironment = {
-            "REQUEST_METHOD": req.method,
-            "SCRIPT_NAME": self.script_name,
-            "PATH_INFO": path,
-            "QUERY_STRING": req.query,
-            "SERVER_NAME": self.server_name,
-            "SERVER_PORT": self.server_port,
-            "SERVER_PROTOCOL": f"HTTP/{req.version}",
-            "REMOTE_ADDR": str(peer[0]),
-            "REMOTE_PORT": str(peer[1]) if len(peer) > 1 else "",
-            "wsgi.version": (1, 0),
-            "wsgi.url_scheme": self.url_scheme or req.scheme,
-            "wsgi.input": req.stream if req.stream is not None else io.BytesIO(req.body),
-            "wsgi.input_terminated": True,
-            "wsgi.errors": self._errors,
-            "wsgi.file_wrapper": FileWrapper,
-            "wsgi.multithread": True,
-            "wsgi.multiprocess": False,
-            "wsgi.run_once": False,
-        }
+        env = self._base.copy()
+        env["REQUEST_METHOD"] = req.method
+        env["PATH_INFO"] = path
+        env["QUERY_STRING"] = req.query
+        env["SERVER_PROTOCOL"] = _PROTOCOLS.get(req.version) or f"HTTP/{req.version}"
+        env["REMOTE_ADDR"] = str(peer[0])
+        env["REMOTE_PORT"] = str(peer[1]) if len(peer) > 1 else ""
+        env["wsgi.url_scheme"] = self.url_scheme or req.scheme
+        env["wsgi.input"] = req.stream if req.stream is not None else io.BytesIO(req.body)
+        env.update(self.fields.get(tuple(req.headers)))
+        return env
+
+    def _entries(self, fields: tuple[Any, ...]) -> dict[str, str]:
+        """The environ entries of a request's header fields: CONTENT_TYPE, CONTENT_LENGTH and
+        HTTP_*, a field sent twice joined (cookies with "; ")."""
+        entries: dict[str, str] = {}
         keys = self._keys
-        for name, value in req.headers:
+        for name, value in fields:
             key = keys.get(name)
             if key is None:
                 key = self._key(name)
             if not key:
                 continue
             text = value.decode("latin-1")
-            if key in env and key.startswith("HTTP_"):
-                text = env[key] + ("; " if key == "HTTP_COOKIE" else ",") + text
-            env[key] = text
-        return env
+            if key in entries and key.startswith("HTTP_"):
+                text = entries[key] + ("; " if key == "HTTP_COOKIE" else ",") + text
+            entries[key] = text
+        return entries
 
     def _key(self, name: bytes) -> str:
         """The environ key of a header field name, "" to drop it; the first few hundred names

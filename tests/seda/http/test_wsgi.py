@@ -280,3 +280,40 @@ def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch
     assert sum(large in h for h in read) == 2                        # of 2 sent
     assert 0 < len(heads.table) <= 2
     assert all(type(f) is tuple for key in heads.table for f in key)
+
+
+def test_environ_fields_are_each_request_s_own_and_made_once_for_equal_fields(rt, monkeypatch):
+    """A request's header fields become environ entries (a field sent twice joined, cookies
+    with "; ", names with "_" dropped) made once for equal fields (WsgiHandler.fields, bounded,
+    and only fields up to 2 KB); what an application does to its environ stays its own."""
+    monkeypatch.setattr(kept, "HEADS_KEPT", 2)
+    seen = []
+
+    def app(environ, start_response):
+        seen.append({k: v for k, v in environ.items() if k.startswith(("HTTP_", "CONTENT_"))})
+        environ["HTTP_X_A"] = "changed by the application"    # in its own environ only
+        environ["wsgi.input"].read()
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    address = plain_run(rt, app)
+    fields, read = rt.stage("wsgi").handler.fields, []
+    monkeypatch.setattr(fields, "read", lambda f, real=fields.read: read.append(f) or real(f))
+    close = b"Connection: close\r\n"
+    browser = (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nCookie: a=1\r\nCookie: b=2\r\n"
+               b"X-Twice: 1\r\nX-Twice: 2\r\nX_Under: no\r\n" + close + b"\r\n")
+    post = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
+            + close + b"\r\nhi")
+    big = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"v" * 3000 + b"\r\n" + close + b"\r\n"
+    for request in (browser, browser, post, big, big, browser):
+        assert raw(address, request).startswith(b"HTTP/1.1 200")
+    first = {"HTTP_HOST": "x", "HTTP_X_A": "1", "HTTP_COOKIE": "a=1; b=2",
+             "HTTP_X_TWICE": "1,2", "HTTP_CONNECTION": "close"}
+    assert seen[0] == seen[1] == seen[5] == first
+    assert seen[2] == {"HTTP_HOST": "x", "CONTENT_TYPE": "text/plain", "CONTENT_LENGTH": "2",
+                       "HTTP_CONNECTION": "close"}
+    assert seen[3]["HTTP_X_BIG"] == "v" * 3000
+    # the browser's fields read once; those over 2 KB every time
+    assert sum((b"x-a", b"1") in f for f in read) == 1
+    assert sum((b"x-big", b"v" * 3000) in f for f in read) == 2
+    assert 0 < len(fields.table) <= 2
