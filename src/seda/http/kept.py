@@ -6,7 +6,7 @@ lines cost more than the rest of a small answer, so each application's stage (as
 wsgi.py) reads a set of fields once. A client, likewise, sends the same request fields on
 every request of a connection, and a WSGI stage makes their environ entries once. The tables
 are bounded as the protocol's kept heads are: at most ``HEADS_KEPT`` sets, each of at most
-``HEAD_KEPT_MAX`` bytes of names and values.
+``HEAD_KEPT_MAX`` bytes as header lines.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 HEADS_KEPT = 1024        # sets of fields kept ...
-HEAD_KEPT_MAX = 2048     # ... if their names and values come to no more bytes
+HEAD_KEPT_MAX = 2048     # ... if, as header lines, they come to no more bytes
 
 H = TypeVar("H")
 
@@ -43,7 +43,7 @@ class KeptHeads(Generic[H]):
             for name, value in fields:
                 if type(name) is not plain or type(value) is not plain:
                     return head
-                size += len(name) + len(value)
+                size += len(name) + len(value) + 4     # as a header line: ": " and CRLF
             if size > HEAD_KEPT_MAX:
                 return head
             if len(table) >= HEADS_KEPT:       # (full of fields seen once: start again)

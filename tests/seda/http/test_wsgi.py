@@ -305,15 +305,17 @@ def test_environ_fields_are_each_request_s_own_and_made_once_for_equal_fields(rt
     post = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
             + close + b"\r\nhi")
     big = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"v" * 3000 + b"\r\n" + close + b"\r\n"
-    for request in (browser, browser, post, big, big, browser):
+    other = b"GET / HTTP/1.1\r\nHost: y\r\n" + close + b"\r\n"   # a third set: the table is full
+    for request in (browser, browser, post, big, big, browser, other, browser):
         assert raw(address, request).startswith(b"HTTP/1.1 200")
     first = {"HTTP_HOST": "x", "HTTP_X_A": "1", "HTTP_COOKIE": "a=1; b=2",
              "HTTP_X_TWICE": "1,2", "HTTP_CONNECTION": "close"}
-    assert seen[0] == seen[1] == seen[5] == first
+    assert seen[0] == seen[1] == seen[5] == seen[7] == first
     assert seen[2] == {"HTTP_HOST": "x", "CONTENT_TYPE": "text/plain", "CONTENT_LENGTH": "2",
                        "HTTP_CONNECTION": "close"}
     assert seen[3]["HTTP_X_BIG"] == "v" * 3000
-    # the browser's fields read once; those over 2 KB every time
-    assert sum((b"x-a", b"1") in f for f in read) == 1
+    # the browser's fields read once, and again once the full table was emptied for the
+    # third set; those over 2 KB every time
+    assert sum((b"x-a", b"1") in f for f in read) == 2
     assert sum((b"x-big", b"v" * 3000) in f for f in read) == 2
     assert 0 < len(fields.table) <= 2
