@@ -27,7 +27,7 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler, StageContext
@@ -37,7 +37,7 @@ from .body import BodyError
 from .kept import KeptHeads
 from .lifespan import Application, Lifespan, Message
 from .request import ClientDisconnected, HttpRequest
-from .response import Headers, Prepared, Response, StreamBody
+from .response import NO_HEAD, AnswerHead, Headers, Response, StreamBody
 
 if TYPE_CHECKING:
     from .._asyncio import LoopFactory
@@ -103,23 +103,11 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-class AnswerHead(NamedTuple):
-    """An application's response header fields, as the server reads them (``read_head``)."""
-
-    fields: tuple[tuple[bytes, bytes], ...]   # as sent (as bytes), less the hop-by-hop ones
-    block: bytes                              # those fields as header lines, each with its CRLF
-    length: int | None                        # the declared Content-Length
-    closes: bool                              # a Connection field: the wish to close
-
-
-_NO_HEAD = AnswerHead((), b"", None, False)
-
-
 def read_head(fields: tuple[Any, ...]) -> AnswerHead:
     """Check an application's header fields and make their header lines; raises ValueError
     for a field the server cannot send (a line break in it, a Content-Length not a number),
     TypeError for one not bytes-like. The head's fields are bytes, whatever was sent."""
-    length, closes, hop, plain = None, False, False, True
+    length, connection, hop, plain = None, False, False, True
     for name, value in fields:
         if type(name) is not bytes or type(value) is not bytes:
             plain = False
@@ -131,7 +119,7 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
                     raise ValueError(f"bad Content-Length {digits[:32]!r}")
                 length = int(digits)
             elif lower == b"connection":
-                closes = True
+                connection = True
             else:
                 hop = True
     if not plain:                              # memoryviews and the like: bytes, as sent
@@ -144,7 +132,7 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
     breaks = len(fields) - 1 if fields else 0
     if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
         raise ValueError("a header field contains a line break")
-    return AnswerHead(fields, lines + b"\r\n" if lines else b"", length, closes)
+    return AnswerHead(fields, lines + b"\r\n" if lines else b"", length, connection)
 
 
 class AsgiHandler(EventHandler):
@@ -246,7 +234,7 @@ class _Exchange:
         self.handler, self.req = handler, req
         self.loop: asyncio.AbstractEventLoop = handler.loop  # type: ignore[assignment]  # init ran
         self.status: int | None = None         # set by http.response.start
-        self.head = _NO_HEAD                   # the application's fields, once started
+        self.head = NO_HEAD                    # the application's fields, once started
         self.head_only = req.method == "HEAD"
         self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
@@ -414,18 +402,16 @@ class _Exchange:
 
     def _finish(self, body: bytes) -> None:
         """The whole response, in one piece."""
-        answer_head = self.head
-        length = answer_head.length
-        if (not (self.head_only or answer_head.closes) and self.status >= 200  # type: ignore[operator]  # started
-                and length in (None, len(body))):
-            # the usual answer: its fields are bytes already, so encode them once here rather
-            # than decode them for a Response that encodes them again
-            head = answer_head.block
-            if length is None:
-                head += b"content-length: %d\r\n" % len(body)
-            self.req.respond(Prepared(self.status, head, body))  # type: ignore[arg-type]  # started
+        status = self.status
+        assert status is not None              # (started)
+        # the usual answer goes out from its fields' ready lines, not decoded for a Response
+        # that would encode them again
+        answer = None if self.head_only or status < 200 else self.head.prepared(status, body)
+        if answer is not None:
+            self.req.respond(answer)
             self._completed()
             return
+        length = self.head.length
         headers = self.headers()
         if self.head_only:
             if length is None and self.status not in _NO_BODY:   # what a GET would have said

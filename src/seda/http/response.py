@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, final
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, final
 
 from ..io.events import FileSegment
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..io.events import WriteDone
 
 _STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
-_NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
+NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))   # statuses sent without
 _WHOLE = (bytes, bytearray, memoryview)
 
 _next_second = 0.0           # when the Date line below goes stale (time.time())
@@ -146,7 +146,7 @@ class Response:
         has_length = length is not None
         chunked = False
         whole = isinstance(body, _WHOLE)
-        if status in _NO_BODY:               # no body, and no length for one (RFC 9110 8.6)
+        if status in NO_BODY:                # no body, and no length for one (RFC 9110 8.6)
             body, whole = b"", True
         elif whole:
             if not has_length:
@@ -219,6 +219,30 @@ class Prepared:
             self._whole = b"".join((start, self.head, b"\r\n", self.body))
             self._date = date
         return self._whole
+
+
+class AnswerHead(NamedTuple):
+    """An application's response header fields as its stage read them (asgi.py, wsgi.py):
+    checked once, kept for equal fields (kept.py), and ready to go out as header lines."""
+
+    fields: tuple[tuple[Any, Any], ...]   # as given (bytes or str), less the hop-by-hop ones
+    block: bytes                          # those fields as header lines, each with its CRLF
+    length: int | None                    # the declared Content-Length
+    connection: bool                      # a Connection field: a Response acts on it
+
+    def prepared(self, status: int, body: bytes) -> Prepared | None:
+        """The whole answer with ``body``, made from the ready lines (a Content-Length added
+        where none was declared); None if the fields need a ``Response``: a Connection field,
+        or a declared Content-Length that is not the body's."""
+        length = self.length
+        if self.connection or length not in (None, len(body)):
+            return None
+        block = self.block if length is not None else (
+            self.block + b"content-length: %d\r\n" % len(body))
+        return Prepared(status, block, body)
+
+
+NO_HEAD = AnswerHead((), b"", None, False)   # before the application has started its answer
 
 
 class Tunnel(Protocol):

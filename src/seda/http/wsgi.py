@@ -17,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from .._stage import EventHandler
@@ -25,7 +25,7 @@ from . import response as responses
 from .body import BodyError
 from .kept import KeptHeads
 from .request import HttpRequest
-from .response import CloseDescriptor, FileBody, Headers, Prepared, Response, StreamBody
+from .response import AnswerHead, CloseDescriptor, FileBody, Headers, Response, StreamBody
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication, WSGIEnvironment
@@ -47,7 +47,6 @@ _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}   # SERVER_PROTOCOL, by requ
 _LENGTH, _HOP, _CONNECTION = 0, 1, 2
 _SERVER_FIELDS = {"content-length": _LENGTH, "connection": _CONNECTION,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
-_NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))
 # status lines as applications write them, with the standard phrase: taken as they are
 _STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus}
 
@@ -61,19 +60,7 @@ def _status_code(status: str) -> int:
     return int(code)
 
 
-class _Head(NamedTuple):
-    """An application's response header fields, as start_response reads them (``_read_head``)."""
-
-    headers: tuple[tuple[str, str], ...]   # as given, less the hop-by-hop ones
-    block: bytes                           # those as header lines, each with its CRLF
-    length: int | None                     # the declared Content-Length
-    connection: bool                       # a Connection field (Response acts on it)
-
-
-_NO_HEAD = _Head((), b"", None, False)
-
-
-def _read_head(headers: tuple[Any, ...]) -> _Head:
+def _read_head(headers: tuple[Any, ...]) -> AnswerHead:
     """Check start_response's header fields and make their header lines: TypeError for a field
     not (str, str), ValueError for one that cannot be sent (a line break, a Content-Length
     not a number, a character latin-1 lacks)."""
@@ -94,7 +81,7 @@ def _read_head(headers: tuple[Any, ...]) -> _Head:
         else:
             connection = True
     kept = tuple(h for h in headers if h[0].lower() not in _HOP_BY_HOP) if hop else headers
-    return _Head(kept, responses.prepare_head(kept), length, connection)
+    return AnswerHead(kept, responses.prepare_head(kept), length, connection)
 
 
 class _Errors:
@@ -236,7 +223,7 @@ class _Exchange:
         self.handler, self.req = handler, req
         self.status: int | None = None
         self.reason: str | None = None
-        self.head = _NO_HEAD                       # the application's fields, once started
+        self.head = responses.NO_HEAD              # the application's fields, once started
         self.stream: StreamBody | None = None      # once the head has gone out
         self.pieces: list[bytes] = []              # body held back: known to be whole
         self.head_only = req.method == "HEAD"
@@ -281,7 +268,7 @@ class _Exchange:
             self.pieces.append(bytes(data))        # whole: one bytes at the end
         else:                                      # more may come, later: stream from here
             self.stream = StreamBody()
-            self.req.respond(Response(self.status, self.stream, list(self.head.headers),
+            self.req.respond(Response(self.status, self.stream, list(self.head.fields),
                                       reason=self.reason))
             for piece in (*self.pieces, data):
                 self.stream.write(piece)
@@ -322,15 +309,14 @@ class _Exchange:
             return
         head, status, length = self.head, self.status, self.head.length
         body = b"".join(self.pieces)               # (one bytes piece: itself, no copy)
-        if (length in (None, len(body)) and not (self.head_only or head.connection)
-                and self.reason is None and status not in _NO_BODY):
+        if not self.head_only and self.reason is None and status not in responses.NO_BODY:
             # the usual answer: its header lines were made once for these fields, so only
-            # the status and Date lines are added as it goes out (a Prepared answer)
-            block = head.block if length is not None else (
-                head.block + b"content-length: %d\r\n" % len(body))
-            self.req.respond(Prepared(status, block, body))
-            return
-        headers = list(head.headers)
+            # the status and Date lines are added as it goes out
+            answer = head.prepared(status, body)
+            if answer is not None:
+                self.req.respond(answer)
+                return
+        headers = list(head.fields)
         if self.head_only:
             if length is None:                     # what a GET would have said
                 headers.append(("Content-Length", str(self.counted)))
@@ -364,7 +350,7 @@ class _Exchange:
             count = length
         dup = os.dup(fd)
         self.req.respond(Response(self.status, FileBody(dup, offset, count, CloseDescriptor, dup),
-                                  list(self.head.headers), reason=self.reason))
+                                  list(self.head.fields), reason=self.reason))
         return True
 
     def failed(self) -> None:
