@@ -136,8 +136,9 @@ LIMITS: dict[str, Setting] = {s.name: s for s in (
             f"(default {_default('body_timeout')})", "SECONDS"),
     Setting("keepalive_timeout", seconds, "seconds an idle connection stays open "
             f"(default {_default('keepalive_timeout')})", "SECONDS"),
-    Setting("response_timeout", seconds, "seconds before a request the application never "
-            f"answers gets 500 (default {_default('response_timeout')})", "SECONDS"),
+    Setting("response_timeout", seconds, "seconds before a request a WSGI application never "
+            f"answers gets 500 (default {_default('response_timeout')}; an ASGI application "
+            "answers in its own time)", "SECONDS"),
     Setting("max_connections", whole, "open connections; more get 503 "
             f"(default {_default('max_connections')})", "N"),
 )}

@@ -211,6 +211,10 @@ class AsgiHandler(EventHandler):
         return made
 
     async def handle_event(self, req: HttpRequest) -> None:
+        # An ASGI application answers in its own time, as on uvicorn: a long poll or an event
+        # stream may wait minutes for its first byte. (It holds no thread while it waits, and
+        # one that returns without answering gets its 500 from run.)
+        req.answer_by = None
         # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
         if req.upgrade and is_websocket(req) and (websocket := websockets()) is not None:
             await websocket(self, req).run()

@@ -262,7 +262,7 @@ class ServerProtocol:
         self.next_seq = 0                     # number of the next request read
         self.send_seq = 0                     # number of the next response to send
         self.last_seq: int | None = None      # the response after which we close
-        self.owed: dict[int, float] = {}      # requests with the application -> since when
+        self.owed: dict[int, HttpRequest] = {}   # requests with the application, by seq
         self.ready: dict[int, _Entry] = {}    # answers waiting for those before them
         self.streaming: tuple[StreamBody, bool] | None = None   # a body going out, and keep
         self.continue_seq = -1                # the request owed a 100 Continue
@@ -689,7 +689,8 @@ class ServerProtocol:
             seq, self._keep, self.peer, self.scheme, self._upgrade)
 
     def _dispatch(self, request: HttpRequest) -> None:
-        self.owed[request.seq] = self._now
+        request.answer_by = self._now + self.limits.response_timeout
+        self.owed[request.seq] = request
         self.server = _SERVER[self.server]["owe"]         # inline _server(): the hot path
         self.out.append(request)
         if self.next_seq - self.send_seq >= self._pipelined:
@@ -969,8 +970,9 @@ class ServerProtocol:
         if self.server is CLOSED:
             return out
         limits, client = self.limits, self.client
-        since = self.owed.get(self.send_seq)
-        if since is not None and now - since > limits.response_timeout:
+        owed = self.owed.get(self.send_seq)
+        answer_by = owed.answer_by if owed is not None else None
+        if answer_by is not None and now > answer_by:
             self.stats.timeouts += 1            # the application never answered: we do
             log.error("http: no response to a request within %.0f s", limits.response_timeout)
             self._stop(self.send_seq)

@@ -32,10 +32,14 @@ class HttpRequest:
     while ``body`` stays empty; trailer fields of a chunked body are in ``trailers`` once the
     body is complete, never among the headers. ``scheme`` is "https" on a TLS connection;
     ``peer`` is the client's address. ``upgrade``: the head has an Upgrade field (the client
-    asks to switch protocols), noted as it was parsed."""
+    asks to switch protocols), noted as it was parsed. ``answer_by``: when (the server's
+    ``time.monotonic()``) the server answers 500 itself if the application has not answered,
+    set as the request is handed over (``Limits.response_timeout``); an application that
+    answers in its own time, as an ASGI one may (a long poll), sets None."""
 
-    __slots__ = ("body", "connection", "headers", "keep_alive", "method", "path", "peer", "query",
-                 "scheme", "seq", "stream", "target", "trailers", "upgrade", "version")
+    __slots__ = ("answer_by", "body", "connection", "headers", "keep_alive", "method", "path",
+                 "peer", "query", "scheme", "seq", "stream", "target", "trailers", "upgrade",
+                 "version")
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
@@ -47,6 +51,7 @@ class HttpRequest:
         self.peer, self.scheme, self.upgrade = peer, scheme, upgrade
         self.stream: BodyReader | None = None
         self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
+        self.answer_by: float | None = None
 
     def __repr__(self) -> str:
         return f"<HttpRequest {self.method} {self.target} HTTP/{self.version}>"

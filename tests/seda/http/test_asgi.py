@@ -16,6 +16,7 @@ import threading
 
 import pytest
 
+import seda
 from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, serve
 from seda.http import kept as kept_heads
 
@@ -281,6 +282,45 @@ def test_an_application_that_fails_mid_stream_has_the_connection_cut(rt):
     assert out.startswith(b"HTTP/1.1 200")
     assert out.endswith(b"7\r\npartial\r\n")    # what was sent goes; the chunked body never
     #                                               ends: the client sees it cut off
+
+
+def test_an_application_answers_in_its_own_time_past_the_response_timeout(rt):
+    """A long poll: the server's response timeout, which answers 500 for a WSGI application
+    that never answers, leaves an ASGI one to answer when it will, as uvicorn does."""
+    started, release = threading.Event(), threading.Event()
+
+    async def app(scope, receive, send):
+        started.set()
+        await in_thread(release)
+        await answer(send, body=b"at last")
+
+    class Silent(seda.EventHandler):       # never answers: the server's 500 comes for it
+        def handle_event(self, req):
+            pass
+
+    silent = rt.add_stage("silent", Silent(), blocking=False).sink
+    asgi_sink = mount_asgi(rt, app, tasks=16, lifespan="off")
+
+    class ByPath:
+        def enqueue(self, req):
+            (silent if req.path == "/silent" else asgi_sink).enqueue(req)
+
+    address = serve(rt, ("127.0.0.1", 0), ByPath(),
+                    limits=Limits(response_timeout=0.2)).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as poll:
+        poll.sendall(b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert started.wait(WAIT)
+        # the silent request's 500 shows a timeout check has run past the long poll's deadline
+        assert raw(address, b"GET /silent HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
+            b"HTTP/1.1 500")
+        poll.settimeout(0.5)
+        with pytest.raises(TimeoutError):      # nothing for the long poll yet
+            poll.recv(65536)
+        release.set()
+        poll.settimeout(WAIT)
+        answered = poll.recv(65536)
+    assert answered.startswith(b"HTTP/1.1 200") and answered.endswith(b"at last")
 
 
 def test_head_and_204_send_no_body_and_head_gets_its_length(rt):
