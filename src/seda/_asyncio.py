@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._loop import RoundWakeups
@@ -175,8 +175,29 @@ class AsyncioStage:
                     self.scheduled = True
                     self.loop.call_soon(  # type: ignore[union-attr]  # running
                         self._drain, context=self._context)
-            elif not self.inflight and self._idle is not None and not self._idle.done():
-                self._idle.set_result(None)
+            else:
+                self._maybe_idle()
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run ``coro`` in a task of the stage's loop (call it there) that is not a request: it
+        holds no place under the cap and is not in the queue's length, but the stage waits for
+        it as it stops, and cancels it at the deadline, as it does requests. For what a request
+        leaves running for a long time (an accepted WebSocket's application)."""
+        task = self.loop.create_task(coro)  # type: ignore[union-attr]  # on the loop: it runs
+        self.tasks.add(task)
+        task.add_done_callback(self._spawned_ended)
+        return task
+
+    def _spawned_ended(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.moves += 1
+        self._maybe_idle()
+
+    def _maybe_idle(self) -> None:
+        """Tell a stop waiting for the stage to empty that it has (on the loop thread)."""
+        if (not self.inflight and not self.tasks and self._idle is not None
+                and not self._idle.done()):
+            self._idle.set_result(None)
 
     def _measure(self, now: float) -> None:
         """How many tasks overlap, from the last period: their seconds in flight over the
@@ -233,7 +254,7 @@ class AsyncioStage:
         do not are cancelled), then the handler's destroy. True if all finished."""
         loop = asyncio.get_running_loop()
         self._idle = loop.create_future()
-        if not (self.items or self.inflight):
+        if not (self.items or self.inflight or self.tasks):
             self._idle.set_result(None)
         try:
             await asyncio.wait_for(asyncio.shield(self._idle),
@@ -304,7 +325,7 @@ class AsyncioStage:
         return self.overlap
 
     def idle(self) -> bool:
-        return self.failed is not None or (not self.items and not self.inflight)
+        return self.failed is not None or (not self.items and not self.inflight and not self.tasks)
 
     def progress(self) -> int:
         return self.moves

@@ -111,6 +111,32 @@ def test_stop_waits_for_the_tasks_in_flight_then_destroys_on_the_loop(rt):
     assert handler.destroyed == [([1, 2, 3], "seda:a")]
 
 
+def test_a_spawned_task_holds_no_place_but_stop_waits_for_it(rt):
+    """``spawn``: what an event leaves running (an accepted WebSocket) is outside the cap and
+    the queue's length, and still waited for by stop."""
+    class Spawning(Gated):
+        async def handle_event(self, ev):
+            self.manager.spawn(super().handle_event(ev))
+
+        async def init(self, ctx):
+            await super().init(ctx)
+            self.manager = ctx.stage.manager
+
+    handler = Spawning()
+    stage = rt.add_stage("a", handler, tasks=1)
+    rt.start()
+    stage.sink.enqueue_many([1, 2, 3])             # one place, and all three run at once
+    soon(lambda: len(handler.started) == 3)
+    assert (len(stage.sink), rt.stats()["a"]["processed"]) == (0, 3)
+    stopper = threading.Thread(target=rt.stop, kwargs={"timeout": WAIT})
+    stopper.start()
+    stopper.join(0.5)
+    assert stopper.is_alive()                       # waiting for them
+    handler.open()
+    stopper.join(WAIT + 5)
+    assert handler.destroyed == [([1, 2, 3], "seda:a")]
+
+
 def test_stop_past_the_deadline_cancels_the_tasks(rt):
     handler = Gated()
     stage = rt.add_stage("a", handler, tasks=10)

@@ -165,6 +165,7 @@ class AsgiHandler(EventHandler):
         # what reading an application's response fields gave, for the same fields (kept.py;
         # only the stage's loop thread reads it)
         self.heads = KeptHeads(read_head, bytes)
+        self.open_websockets = 0               # each a task of its own once accepted
 
     async def init(self, ctx: StageContext) -> None:
         self.loop = asyncio.get_running_loop()
@@ -217,15 +218,17 @@ class AsgiHandler(EventHandler):
         req.answer_by = None
         # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
         if req.upgrade and is_websocket(req) and (websocket := websockets()) is not None:
-            await websocket(self, req).run()
+            await websocket(self, req).serve()
         else:
             await _Exchange(self, req).run()
 
     def stats(self) -> dict[str, Any]:
-        """Requests in flight (tasks), clients that left before their answer, and errors."""
+        """Requests in flight (tasks), open WebSockets, clients that left before their answer,
+        and errors."""
         manager = self.manager
         return {"in_flight": manager.inflight if manager is not None else 0,
-                "cap": manager.cap if manager is not None else 0, **self.counts}
+                "cap": manager.cap if manager is not None else 0,
+                "websockets": self.open_websockets, **self.counts}
 
 
 class _Exchange:

@@ -93,6 +93,7 @@ class WebSocket:
         self.keepalive: asyncio.TimerHandle | None = None   # the next ping, or the deadline
         self.ping: bytes | None = None         # the payload of the ping waiting for its Pong
         self.pinged = 0.0                      # when it went (loop time)
+        self.opened = self.loop.create_future()   # the handshake is answered (see serve)
 
     # -- the handshake ---------------------------------------------------------------------------
 
@@ -345,6 +346,7 @@ class WebSocket:
         self.state = OPEN
         self.req.respond(Switch(head, self))
         self._ping_at(self.loop.time() + self.interval)
+        _resolve(self.opened)
 
     def _deny(self, message: AsgiMessage) -> None:
         """The websocket.http.response extension: an HTTP answer instead of a WebSocket."""
@@ -377,6 +379,20 @@ class WebSocket:
         self.confirmed = sent
 
     # -- the application ---------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Run the application, and return once the handshake is answered (or the application
+        has ended), leaving the rest of its life to a task of its own. An open WebSocket is a
+        connection, not a request in flight: it must not hold one of the stage's places
+        (``tasks``) for hours, keeping requests out, nor count its life as a response time
+        for an admission controller."""
+        self.handler.open_websockets += 1
+        self.handler.manager.spawn(self.run()).add_done_callback(self._run_ended)
+        await self.opened
+
+    def _run_ended(self, task: asyncio.Task[None]) -> None:
+        self.handler.open_websockets -= 1
+        _resolve(self.opened)
 
     async def run(self) -> None:
         handler, req = self.handler, self.req

@@ -163,6 +163,34 @@ def test_a_stopping_server_closes_with_1012_and_tells_the_application(rt):
     assert ws.close_code == 1012 and seen[1]["code"] == 1012
 
 
+def test_open_websockets_hold_none_of_the_stage_s_places_for_requests(rt):
+    """With two places (tasks=2), three WebSockets open at once, and the application still
+    answers HTTP: once accepted, a WebSocket is not a request in flight."""
+    talk = echo()
+
+    async def app(scope, receive, send):
+        if scope["type"] == "websocket":
+            await talk(scope, receive, send)
+        else:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"still here"})
+
+    sink = mount_asgi(rt, app, tasks=2, lifespan="off")
+    address = serve(rt, ("127.0.0.1", 0), sink).address
+    rt.start()
+    url = f"ws://127.0.0.1:{address[1]}"
+    with connect(url, open_timeout=WAIT) as a, connect(url, open_timeout=WAIT) as b, \
+            connect(url, open_timeout=WAIT) as c:
+        for ws, text in ((a, "ab"), (b, "cd"), (c, "ef")):
+            ws.send(text)
+            assert ws.recv(WAIT) == text[::-1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}/", timeout=WAIT) as r:
+            assert r.read() == b"still here"
+        stats = rt.stage("asgi").handler.stats()
+        assert (stats["websockets"], stats["in_flight"], len(sink)) == (3, 0, 0)
+    until(lambda: rt.stage("asgi").handler.open_websockets, lambda n: n == 0)
+
+
 def test_many_messages_both_ways_arrive_whole_and_in_order(rt):
     """More than the read and write limits in flight: reading pauses while the application
     lags, sending waits while the client does; nothing is lost or reordered."""
