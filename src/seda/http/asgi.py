@@ -234,8 +234,8 @@ class AsgiHandler(EventHandler):
 class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
-    __slots__ = ("body_error", "body_given", "complete", "counted", "gone", "handler", "head",
-                 "head_only", "loop", "receiving", "req", "status", "stream", "watching")
+    __slots__ = ("answered", "body_error", "body_given", "complete", "counted", "gone", "handler",
+                 "head", "head_only", "loop", "receiving", "req", "status", "stream", "watching")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -244,6 +244,7 @@ class _Exchange:
         self.head = NO_HEAD                    # the application's fields, once started
         self.head_only = req.method == "HEAD"
         self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
+        self.answered = False                  # a HEAD's head went before its body's end
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
         self.complete = False                  # the last body message has been sent
         self.gone = False                      # the client has closed or stopped sending
@@ -270,12 +271,9 @@ class _Exchange:
     async def _wait_to_receive(self, arm: Callable[[Callable[[], None]], None]) -> None:
         """Until ``arm``'s callback is called from another thread, the client goes or (body
         given) the response is complete."""
-        if not self.watching:
-            # Only a request that waits here needs the news (a streamed send learns it from
-            # its stream): most are answered without, and pay nothing for it. A client gone
-            # already is reported at once.
-            self.watching = True
-            self.req.on_gone(self._on_gone)
+        # Only a request that waits here needs the news (a streamed send learns it from its
+        # stream): most are answered without, and pay nothing for it.
+        self._watch()
         future = self.loop.create_future()
         waiting = self.receiving
         if waiting is None:
@@ -286,6 +284,12 @@ class _Exchange:
             await future
         finally:
             waiting.remove(future)
+
+    def _watch(self) -> None:
+        """Be told when the client goes (at once if it has)."""
+        if not self.watching:
+            self.watching = True
+            self.req.on_gone(self._on_gone)
 
     def _readable(self) -> None:
         """From the thread that feeds the body: data, its end or its error can be read. The
@@ -364,10 +368,23 @@ class _Exchange:
 
     async def _body(self, body: bytes, more: bool) -> None:
         """A body message other than the usual whole body (see send)."""
-        if self.head_only:
-            self.counted += len(body)
-            if not more:
+        if self.head_only:                     # HEAD, 204, 304: none of the body goes
+            if self.answered:                  # (its head went with the first piece)
+                if self.gone:
+                    raise ClientDisconnected("the client has gone")
+            elif more:
+                # a streamed body (an event stream) may never end: the head goes now, without
+                # the length it cannot know, and the client is watched, so that a send after
+                # it has gone raises, as a streamed GET's does
+                self.answered = True
+                self._answer_head(None)
+                self._watch()
+            else:
+                self.counted += len(body)
                 self._finish(b"")
+                return
+            if not more:
+                self._completed()
             return
         stream = self.stream
         if stream is None:                     # the first piece of a streamed body
@@ -413,25 +430,39 @@ class _Exchange:
         assert status is not None              # (started)
         # the usual answer goes out from its fields' ready lines, not decoded for a Response
         # that would encode them again
-        answer = None if self.head_only or status < 200 else self.head.prepared(status, body)
+        if self.head_only:
+            self._answer_head(self.counted)
+            self._completed()
+            return
+        answer = None if status < 200 else self.head.prepared(status, body)
         if answer is not None:
             self.req.respond(answer)
             self._completed()
             return
         length = self.head.length
         headers = self.headers()
-        if self.head_only:
-            if length is None and self.status not in _NO_BODY:   # what a GET would have said
-                headers = [*headers, ("content-length", str(self.counted))]
-        elif length is not None and length != len(body):
-            # a wrong Content-Length: never send bytes past it, and close rather than leave
-            # the client waiting for bytes that will not come
+        if length is not None and length != len(body):
+            # a wrong Content-Length: never send bytes past it; a body short of it goes as it
+            # is, and the connection closes after it, so that the client sees it cut short
+            # rather than waiting for bytes that will not come
             body = body[:length]
             if len(body) < length:
-                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
                 headers.append(("connection", "close"))
-        self.req.respond(Response(self.status, body, headers))  # type: ignore[arg-type]  # started
+        self.req.respond(Response(status, body, headers))
         self._completed()
+
+    def _answer_head(self, length: int | None) -> None:
+        """The head alone (HEAD, 204, 304), with the application's Content-Length, else
+        ``length`` if known and not 0, what the GET's body would have been, else none: a
+        HEAD-aware application's empty body says nothing of the GET's."""
+        headers = self.headers()
+        body: Any = b""
+        if self.head.length is None and self.status not in _NO_BODY:
+            if length:
+                headers.append(("content-length", str(length)))
+            else:
+                body = ()                      # (an iterable's length is not said)
+        self.req.respond(Response(self.status, body, headers))  # type: ignore[arg-type]  # started
 
     def _completed(self) -> None:
         self.complete = True

@@ -335,6 +335,48 @@ def test_head_and_204_send_no_body_and_head_gets_its_length(rt):
     assert (r.status, data, r.getheader("content-length")) == (204, b"", None)
 
 
+def test_head_of_a_stream_is_answered_at_once_and_its_client_leaving_stops_it(rt):
+    """A HEAD to an endless stream (an event stream, which Starlette streams for HEAD as for
+    GET): the head goes with the first piece, without a length it cannot know, and once the
+    client has gone the application's next send raises, as a streamed GET's does."""
+    sends, stopped = [], threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        try:
+            while True:
+                await send({"type": "http.response.body", "body": b"data: x\n\n",
+                            "more_body": True})
+                sends.append(1)
+                await asyncio.sleep(0.01)
+        except OSError:
+            stopped.set()
+            raise
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = s.recv(65536)
+    assert head.startswith(b"HTTP/1.1 200") and head.endswith(b"\r\n\r\n")
+    assert b"content-length" not in head.lower()
+    assert stopped.wait(WAIT)
+
+
+def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
+    """An application that answers HEAD with an empty body says nothing of the GET's length:
+    a Content-Length of 0 would be wrong (RFC 9110 8.6). One that sends the body gets its
+    length, as a GET would."""
+    async def app(scope, receive, send):
+        body = b"" if scope["method"] == "HEAD" and scope["path"] == "/aware" else b"twelve bytes"
+        await answer(send, body=body)
+
+    address = run(rt, app)
+    for path, length in (("/aware", None), ("/plain", "12")):
+        r, data = get(address, "HEAD", path)
+        assert (r.status, data, r.getheader("content-length")) == (200, b"", length)
+
+
 def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -366,7 +408,10 @@ def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
     address = run(rt, app)
     assert raw(address, b"GET /long HTTP/1.1\r\nHost: x\r\n\r\n").endswith(b"\r\n\r\nabc")
     short = raw(address, b"GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert b"connection: close" in short and short.endswith(b"abcdef")
+    # the length it said stays, and the close cuts the body short of it: never a
+    # complete-looking answer
+    assert b"connection: close" in short and b"content-length: 10\r\n" in short.lower()
+    assert short.endswith(b"\r\n\r\nabcdef")
 
 
 def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_splits(rt):
