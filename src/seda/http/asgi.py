@@ -37,7 +37,15 @@ from .body import BodyError
 from .kept import KeptHeads
 from .lifespan import Application, Lifespan, Message
 from .request import ClientDisconnected, HttpRequest
-from .response import NO_HEAD, AnswerHead, Headers, Response, StreamBody
+from .response import (
+    NO_HEAD,
+    SENDABLE_BYTES,
+    AnswerHead,
+    Headers,
+    Response,
+    StreamBody,
+    unsendable,
+)
 
 if TYPE_CHECKING:
     from .._asyncio import LoopFactory
@@ -126,13 +134,11 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
         fields = tuple((bytes(memoryview(n)), bytes(memoryview(v))) for n, v in fields)
     if hop:                                    # the server's own fields go
         fields = tuple(f for f in fields if f[0].lower() not in _HOP_BY_HOP)
-    # the header lines, joined in C; a line break inside a name or value (response splitting)
-    # shows as one break too many
-    lines = b"\r\n".join(map(b": ".join, fields))
-    breaks = len(fields) - 1 if fields else 0
-    if lines.count(b"\n") != breaks or lines.count(b"\r") != breaks:
-        raise ValueError("a header field contains a line break")
-    return AnswerHead(fields, lines + b"\r\n" if lines else b"", length, connection)
+    # the header lines, joined in C, and checked in one pass (response.SENDABLE_BYTES)
+    lines = b"\r\n".join(map(b": ".join, fields)) + b"\r\n" if fields else b""
+    if lines.count(b"\n") != len(fields) or not SENDABLE_BYTES.fullmatch(lines):
+        raise unsendable(fields)
+    return AnswerHead(fields, lines, length, connection)
 
 
 class AsgiHandler(EventHandler):

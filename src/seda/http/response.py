@@ -8,6 +8,7 @@ stream of chunks for an iterable of unknown length.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -89,12 +90,35 @@ def _status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None =
     return b"%s %d %s\r\n" % (version, status, reason.encode("latin-1"))
 
 
+# Header lines as they may be sent (RFC 9110 5.1, 5.5): each name a token (a space or a colon
+# in one would make another field of it), each value free of control characters but HTAB (a
+# CR or LF would split the response, and clients refuse a NUL). One pass over the lines joined,
+# whose count must be the fields' (a value with a CRLF in it reads as two good lines).
+_LINE = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+: [^\x00-\x08\x0a-\x1f\x7f]*\r\n"
+_SENDABLE = re.compile(f"(?:{_LINE})*")
+SENDABLE_BYTES = re.compile(f"(?:{_LINE})*".encode())
+
+
+def unsendable(fields: Iterable[tuple[Any, Any]]) -> ValueError:
+    """The error for header ``fields`` whose lines are not sendable: it names the first field
+    at fault (str or bytes)."""
+    for name, value in fields:
+        if isinstance(name, str):
+            line = f"{name}: {value}\r\n"
+            sendable = line.count("\n") == 1 and _SENDABLE.fullmatch(line) is not None
+        else:
+            bline = b"%s: %s\r\n" % (name, value)
+            sendable = bline.count(b"\n") == 1 and SENDABLE_BYTES.fullmatch(bline) is not None
+        if not sendable:
+            return ValueError(f"header field {name!r}: {value!r} cannot be sent (a name must be "
+                              "a token; a value may hold no control character but a tab)")
+    return ValueError("header fields cannot be sent")
+
+
 def _header_bytes(headers: Headers) -> bytes:
     text = "".join([f"{name}: {value}\r\n" for name, value in headers])
-    # one CR and one LF per line, or a name or value carries a line break (response splitting)
-    if text.count("\n") != len(headers) or text.count("\r") != len(headers):
-        name = next(n for n, v in headers if "\r" in n or "\n" in n or "\r" in v or "\n" in v)
-        raise ValueError(f"header {name!r} contains a line break")
+    if text.count("\n") != len(headers) or not _SENDABLE.fullmatch(text):
+        raise unsendable(headers)
     return text.encode("latin-1")
 
 

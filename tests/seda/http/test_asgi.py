@@ -451,6 +451,25 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     assert taken.startswith(b"HTTP/1.1 200") and taken.count(b"\r\nContent-Length: 5\r\n") == 1
 
 
+@pytest.mark.parametrize("field", [(b"bad name", b"v"), (b"x:y", b"v"), (b"", b"v"),
+                                   (b"x-nul", b"a\x00b"), (b"x-esc", b"\x1b[31m")])
+def test_a_field_a_client_would_misread_or_refuse_is_a_500_never_sent(rt, field):
+    """A name that is not a token (``x:y: v`` reads as field ``x``) or a control character in
+    a value: the application's send raises, as on uvicorn, and the client gets a 500."""
+    refused = []
+
+    async def app(scope, receive, send):
+        try:
+            await answer(send, body=b"hello", headers=[field])
+        except ValueError as exc:
+            refused.append(str(exc))
+            raise
+
+    taken = raw(run(rt, app), b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert taken.startswith(b"HTTP/1.1 500") and b"hello" not in taken
+    assert "cannot be sent" in refused[0]
+
+
 @pytest.mark.parametrize("length", [b"-1", b" 5", b"5 ", b"+5", b"1_0", b"0x5", b"five"])
 def test_a_content_length_that_is_not_a_number_is_a_500_never_sent(rt, length):
     async def app(scope, receive, send):

@@ -205,6 +205,8 @@ def test_an_answer_carries_the_fields_the_application_gave(rt):
         "/split": [("X-Evil", "a\r\nSet-Cookie: b")],
         "/euro": [("X-Price", "5 \u20ac")],
         "/digits": [("Content-Length", "\u0665")],   # an Arabic-Indic 5: not a length
+        "/name": [("X:Y", "v")],                      # reads as field X, value "Y: v"
+        "/nul": [("X-Nul", "a\x00b")],
     }
 
     def app(environ, start_response):
@@ -237,7 +239,7 @@ def test_an_answer_carries_the_fields_the_application_gave(rt):
         s.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         first = s.recv(65536)
     assert first.startswith(b"HTTP/1.0 200") and b"connection: keep-alive" in first.lower()
-    for path in (b"/split", b"/euro", b"/digits"):
+    for path in (b"/split", b"/euro", b"/digits", b"/name", b"/nul"):
         bad = raw(address, b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path)
         assert bad.startswith(b"HTTP/1.1 500") and b"Set-Cookie" not in bad
 
