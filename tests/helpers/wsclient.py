@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Event, Request
+from wsproto.extensions import Extension
 
 from tests.helpers import WAIT
 
@@ -47,11 +48,12 @@ class RawClient:
     stopped answering pings without closing its connection. A context manager: the socket
     closes on exit."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, extensions: Sequence[Extension] = ()) -> None:
         port = int(url.rsplit(":", 1)[1])
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
         self.ws = WSConnection(ConnectionType.CLIENT)
-        self.sock.sendall(self.ws.send(Request(host="127.0.0.1", target="/")))
+        self.sock.sendall(self.ws.send(Request(host="127.0.0.1", target="/",
+                                               extensions=list(extensions))))
         assert isinstance(next(self.events()), AcceptConnection)
 
     def events(self, timeout: float = WAIT) -> Iterator[Event]:

@@ -56,6 +56,11 @@ log = logging.getLogger("seda.asgi")
 
 READ_LIMIT = 256 * 1024          # bytes of messages not yet received before reading pauses
 RAW_LIMIT = 4 * READ_LIMIT       # bytes read and not yet framed before reading pauses
+# Compressed input is framed this much at a time: wsproto inflates all it is given at once,
+# and deflate makes up to about 1032 times its size, so a message over the limit is closed
+# with at most about 4 MiB of it inflated past that (a smaller step costs more calls for
+# every compressed message).
+INFLATE_STEP = 4096
 _ASGI = {"version": "3.0", "spec_version": "2.4"}
 CONNECTING, OPEN, CLOSED = "CONNECTING", "OPEN", "CLOSED"
 GOING_AWAY, TOO_BIG, INTERNAL_ERROR, RESTART, ABNORMAL = 1001, 1009, 1011, 1012, 1006
@@ -74,6 +79,7 @@ class WebSocket:
         self.connected = False                 # websocket.connect has been received
         self.close = (ABNORMAL, "")            # how it closed: code and reason
         self.handshake: Request | None = None
+        self.step = 0                          # bytes framed at a time; 0: all at once
         # from the loop thread: bytes read, and whether the client stopped sending
         self.inbox: deque[bytes] = deque()
         self.eof = False
@@ -170,25 +176,34 @@ class WebSocket:
         if self.state is not OPEN:
             return
         try:
-            if data:
-                self.ws.receive_data(data)
-            if self.eof and not self.inbox:
+            # (compressed, a step at a time, so that a message too large is closed before
+            # more of it is inflated: see INFLATE_STEP; plain, all at once)
+            at, step = 0, self.step or len(data)
+            while at < len(data) and self.state is OPEN:
+                self.ws.receive_data(data[at:at + step])
+                at += step
+                self._frame()
+            if self.eof and not self.inbox and self.state is OPEN:
                 self.ws.receive_data(None)
-            for event in self.ws.events():
-                if isinstance(event, TextMessage | BytesMessage):
-                    self._piece(event)
-                elif isinstance(event, Ping):
-                    self._write(self.ws.send(event.response()))
-                elif isinstance(event, Pong):
-                    self._ponged(event)
-                elif isinstance(event, CloseConnection):
-                    self._closed_by_client(event)
-                if self.state is not OPEN:
-                    break
+                self._frame()
         except LocalProtocolError:             # data after the close: nothing to do with it
             pass
         self._steer()
         self._wake()
+
+    def _frame(self) -> None:
+        """Act on what wsproto made of the bytes it was given, until the WebSocket closes."""
+        for event in self.ws.events():
+            if isinstance(event, TextMessage | BytesMessage):
+                self._piece(event)
+            elif isinstance(event, Ping):
+                self._write(self.ws.send(event.response()))
+            elif isinstance(event, Pong):
+                self._ponged(event)
+            elif isinstance(event, CloseConnection):
+                self._closed_by_client(event)
+            if self.state is not OPEN:
+                break
 
     def _steer(self) -> None:
         """Read while the messages waiting for the application stay under READ_LIMIT."""
@@ -228,6 +243,7 @@ class WebSocket:
     def _over(self, code: int, reason: str) -> None:
         """Closed: no more pings, and the connection ends after what was written."""
         self.state, self.close = CLOSED, (code, reason)
+        self.parts = []                        # a message cut short goes (1009: up to max_size)
         if self.keepalive is not None:
             self.keepalive.cancel()
             self.keepalive = None
@@ -340,9 +356,12 @@ class WebSocket:
     def _accept(self, message: AsgiMessage) -> None:
         offered = self.handshake.extensions if self.handshake is not None else []
         headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", ())]
+        deflate = PerMessageDeflate()
         head = self.ws.send(AcceptConnection(
             subprotocol=message.get("subprotocol"), extra_headers=headers,
-            extensions=[PerMessageDeflate()] if offered else []))
+            extensions=[deflate] if offered else []))
+        if deflate.enabled():                  # the client offered it: frames may be inflated
+            self.step = INFLATE_STEP
         self.state = OPEN
         self.req.respond(Switch(head, self))
         self._ping_at(self.loop.time() + self.interval)

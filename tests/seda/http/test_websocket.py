@@ -14,7 +14,8 @@ import urllib.request
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
-from wsproto.events import CloseConnection, Ping, TextMessage
+from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
+from wsproto.extensions import PerMessageDeflate
 
 from seda.http import Limits, mount_asgi, serve, websocket
 
@@ -112,6 +113,31 @@ def test_a_message_over_the_size_limit_closes_with_1009(rt):
         with pytest.raises(ConnectionClosed):
             ws.recv(WAIT)
     assert ws.close_code == 1009
+    until(lambda: len(seen), lambda n: n == 2)
+    assert seen[1]["code"] == 1009
+
+
+def test_a_compressed_message_over_the_size_limit_is_not_inflated_whole(rt, monkeypatch):
+    """A deflate bomb: one frame of 16 KB that inflates to 16 MB of zeros. Closed with 1009
+    after at most a step's worth of inflation past the limit, not after all of it."""
+    inflated: list[int] = []
+
+    class Counting(PerMessageDeflate):             # the server's, counting what it inflates
+        def frame_inbound_payload_data(self, proto, data):
+            out = super().frame_inbound_payload_data(proto, data)
+            inflated.append(len(out))
+            return out
+
+    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
+    seen: list = []
+    limit = 65536
+    url = run(rt, echo(seen), ws_max_size=limit)
+    with RawClient(url, extensions=[PerMessageDeflate()]) as client:
+        client.send(BytesMessage(b"\0" * (16 << 20)))
+        close = next(client.events())
+        assert isinstance(close, CloseConnection) and close.code == 1009
+    # (a byte of deflate inflates to at most about 1032)
+    assert limit < sum(inflated) <= limit + 1032 * websocket.INFLATE_STEP
     until(lambda: len(seen), lambda n: n == 2)
     assert seen[1]["code"] == 1009
 
