@@ -561,6 +561,12 @@ class ServerProtocol:
             # as it does when taken from ``parsed``
             self.parser = None
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
+        if upgrade:
+            # RFC 9110 7.8: an Upgrade is ignored in HTTP/1.0, and is not for this hop unless
+            # Connection names it; then the request is an ordinary one
+            upgrade = version == "1.1" and any(
+                k == b"connection" and b"upgrade" in [o.strip() for o in v.lower().split(b",")]
+                for k, v in headers)
         self._upgrade = upgrade
 
     # -- bodies ----------------------------------------------------------------------------------

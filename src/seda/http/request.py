@@ -31,11 +31,12 @@ class HttpRequest:
     when answered out of order. A large or chunked body arrives as ``stream`` (a BodyReader)
     while ``body`` stays empty; trailer fields of a chunked body are in ``trailers`` once the
     body is complete, never among the headers. ``scheme`` is "https" on a TLS connection;
-    ``peer`` is the client's address. ``upgrade``: the head has an Upgrade field (the client
-    asks to switch protocols), noted as it was parsed. ``answer_by``: when (the server's
-    ``time.monotonic()``) the server answers 500 itself if the application has not answered,
-    set as the request is handed over (``Limits.response_timeout``); an application that
-    answers in its own time, as an ASGI one may (a long poll), sets None."""
+    ``peer`` is the client's address. ``upgrade``: an HTTP/1.1 head with an Upgrade field that
+    its Connection names (the client asks to switch protocols), noted as it was parsed.
+    ``answer_by``: when (the server's ``time.monotonic()``) the server answers 500 itself if
+    the application has not answered, set as the request is handed over
+    (``Limits.response_timeout``); an application that answers in its own time, as an ASGI
+    one may (a long poll), sets None."""
 
     __slots__ = ("answer_by", "body", "connection", "headers", "keep_alive", "method", "path",
                  "peer", "query", "scheme", "seq", "stream", "target", "trailers", "upgrade",

@@ -206,7 +206,19 @@ def test_an_upgrade_request_is_served_as_a_plain_one():
     assert [r.path for r in reqs] == ["/ws", "/next"]
     # noted as the head is read, however the client spells the field, for only that request
     assert [r.upgrade for r in reqs] == [True, False]
-    assert Conn().send(get("/", "UPGRADE: h2c"))[0].upgrade
+    assert Conn().send(get("/", "UPGRADE: h2c", "Connection: HTTP2-Settings, upgrade"))[0].upgrade
+
+
+@pytest.mark.parametrize("head", [
+    b"GET /ws HTTP/1.0\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    get("/ws", "Upgrade: websocket"),
+    get("/ws", "Connection: keep-alive", "Upgrade: websocket"),
+], ids=["http/1.0", "no connection", "connection without upgrade"])
+def test_an_upgrade_not_meant_for_this_hop_is_ignored(head):
+    """RFC 9110 7.8: ignored in HTTP/1.0, and not for this hop unless Connection names it."""
+    c = Conn()
+    (req,) = c.send(head)
+    assert req.path == "/ws" and not req.upgrade
 
 
 class Tunnel:

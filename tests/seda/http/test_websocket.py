@@ -240,6 +240,28 @@ def test_a_plain_http_request_still_reaches_an_asgi_application(rt):
     assert urllib.request.urlopen(url, timeout=WAIT).read() == b"http"
 
 
+@pytest.mark.parametrize("head", [
+    b"GET / HTTP/1.0\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive\r\n",
+], ids=["http/1.0", "connection without upgrade"])
+def test_an_upgrade_not_meant_for_this_hop_is_served_as_http(rt, head):
+    """RFC 9110 7.8, as uvicorn: the application gets an http scope and its answer goes."""
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": scope["type"].encode()})
+
+    port = int(run(rt, app).rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as s:
+        s.sendall(head + b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        answer = s.recv(65536)
+        assert answer.split(b" ", 2)[1] == b"200"
+        while not answer.endswith(b"\r\n\r\nhttp"):    # (the body, if it came apart)
+            data = s.recv(65536)
+            assert data, answer
+            answer += data
+
+
 def test_a_send_waiting_for_a_client_that_goes_away_raises(rt, monkeypatch):
     raised, done, waiting = [], threading.Event(), threading.Event()
     drained = websocket.WebSocket._drained
