@@ -5,7 +5,10 @@ classes WSGI stages have; a refusal is an immediate 503; the WebSocket settings 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
+import queue
+import socket
 import sys
 import threading
 
@@ -232,3 +235,58 @@ def test_a_request_over_the_bound_gets_503_with_retry_after_at_once(blocked_app)
 
 def test_a_higher_class_is_admitted_where_a_lower_one_is_refused(blocked_app):
     admits_a_higher_class_where_a_lower_is_refused(blocked_app, 2.0, tasks=1)
+
+
+def _received_as_sent(interface):
+    """An application that puts each piece of its request body in ``received`` as it gets it
+    (ASGI: each ``http.request``; WSGI: each line of ``wsgi.input``, NDJSON's way), ``b""``
+    at its end, and then answers with how many pieces it got."""
+    received: queue.Queue = queue.Queue()
+
+    async def asgi_app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        count, more = 0, True
+        while more:
+            message = await receive()
+            more = message["more_body"]
+            received.put(message["body"])
+            count += 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"%d" % count})
+
+    def wsgi_app(environ, start_response):
+        count, line = 0, None
+        while line != b"":
+            line = environ["wsgi.input"].readline()
+            received.put(line)
+            count += 1
+        start_response("200 OK", [])
+        return [b"%d" % count]
+
+    return (asgi_app if interface == "asgi" else wsgi_app), received
+
+
+@pytest.mark.parametrize("interface", ["asgi", "wsgi"])
+def test_a_chunked_body_reaches_the_application_piece_by_piece_as_it_is_sent(interface):
+    """A small chunked body sent slowly (events, NDJSON, a full-duplex exchange) is the
+    application's piece by piece as each arrives, as on uvicorn and hypercorn: each piece is
+    received before the next is sent."""
+    app, received = _received_as_sent(interface)
+    rt = seda.Runtime()
+    address = build(rt, Options(port=0, apps=[("/", app)])).address
+    rt.start()
+    try:
+        with socket.create_connection(address, timeout=WAIT) as s:
+            s.sendall(b"POST /events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for n in range(5):
+                event = b'{"n": %d}\n' % n
+                s.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                assert received.get(timeout=WAIT) == event    # before the next is sent
+            s.sendall(b"0\r\n\r\n")
+            assert received.get(timeout=WAIT) == b""
+            response = http.client.HTTPResponse(s)
+            response.begin()
+            assert response.status == 200 and response.read() == b"6"
+    finally:
+        rt.stop()

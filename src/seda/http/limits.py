@@ -14,8 +14,9 @@ class Limits:
     max_header_bytes: int = 65536      # 431 past it (trailers count against it too)
     max_headers: int = 100             # 431 past it
     max_body: int = 2**30              # 413 past it (1 GiB, as waitress)
-    stream_body_over: int = 65536      # larger or chunked bodies reach the application as they
-    #                                    arrive (wsgi.input blocks); smaller ones whole
+    stream_body_over: int = 65536      # larger bodies reach the application as they arrive
+    #                                    (wsgi.input blocks), and so do chunked ones not ended
+    #                                    in their head's packet; smaller ones whole
     max_discard: int = 2**20           # a body the application did not read is drained up to
     #                                    this many bytes so the connection stays open; past it the
     #                                    connection closes after the response

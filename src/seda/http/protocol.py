@@ -415,12 +415,11 @@ class ServerProtocol:
 
     def _head_complete(self, head: bytes, whole: bool, rest: bytes) -> bytes:
         """The head has been read (``whole``: in one piece, ``head``): on to its body, or to
-        its answer; returns ``rest``, what follows it."""
+        its answer; returns what follows it in ``rest`` (a chunked body may be read from it)."""
         if self._framing:
-            self._start_body()
-        else:
-            self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
-            self._complete(head if whole else b"")
+            return self._start_body(rest)
+        self._body = ()  # type: ignore[assignment]  # no body: a constant, no list per request
+        self._complete(head if whole else b"")
         return rest
 
     def _take(self, head: _Head) -> None:
@@ -571,9 +570,12 @@ class ServerProtocol:
 
     # -- bodies ----------------------------------------------------------------------------------
 
-    def _start_body(self) -> None:
-        """The head is complete and a body follows: read it, buffered, or streamed to the
-        application if it is large (or, later, if a chunked one grows large)."""
+    def _start_body(self, rest: bytes) -> bytes:
+        """The head is complete and a body follows (``rest``: what came after the head in its
+        packet): read it, buffered, or streamed to the application. A body with a length
+        streams if it is large; a chunked one unless it ends in ``rest`` (the usual small
+        upload, sent with its head), or once it grows large. Returns what follows the body
+        in ``rest``."""
         framing = self._framing
         self.parser = None                     # llhttp saw the head only: a new one for the next
         self._body = []
@@ -583,8 +585,18 @@ class ServerProtocol:
             self.continue_seq = self.next_seq
             if self.send_seq == self.next_seq and self.server is not STREAMING:
                 self._continue()
-        if type(framing) is int and framing > self.limits.stream_body_over:
-            self._stream_body()                # (a chunked body streams once it grows large)
+        if type(framing) is int:
+            if framing > self.limits.stream_body_over:
+                self._stream_body()
+            return rest
+        # Chunked: a body still arriving once its head's packet is read may be a stream (events
+        # sent as they happen, a full-duplex exchange): the application gets each piece as it
+        # comes, not all of them at the end. (With Expect, the 100 Continue went first.)
+        if rest:
+            rest = self._body_data(rest)       # (it may end the body, or stream it if large)
+        if self.client is BODY and self._reader is None:
+            self._stream_body()
+        return rest
 
     def _continue(self) -> None:
         self.out.append(_CONTINUE)

@@ -18,6 +18,7 @@ from seda.http import (
     StreamBody,
     protocol,
 )
+from seda.http.body import BodyError
 from seda.http.protocol import (
     ABORT,
     CLOSE,
@@ -134,8 +135,9 @@ def test_any_packetisation_of_a_pipelined_stream_gives_the_same_requests(sizes):
         pos += size
     c.send(data[pos:])
     reqs = c.requests()
-    assert [(r.path, r.body) for r in reqs] == [("/a", b""), ("/c", b"wikipedia"),
-                                               ("/p", b"xyz"), ("/z", b"")]
+    # (the chunked body streams unless it came whole with its head)
+    assert [(r.path, r.body if r.stream is None else r.stream.read()) for r in reqs] == [
+        ("/a", b""), ("/c", b"wikipedia"), ("/p", b"xyz"), ("/z", b"")]
     assert reqs[1].trailers == [(b"x-trace", b"7")]
 
 
@@ -390,6 +392,81 @@ def test_a_body_cut_short_fails_the_reader_and_its_answer_is_the_last():
         req.stream.read()
     c.answer(req, Response(400, b""))
     assert c.statuses() == [400] and c.events[-1] is CLOSE
+
+
+CHUNKED = b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("head", ["parsed", "seen before"])
+def test_a_chunked_body_still_arriving_is_handed_over_at_once_and_streamed(head):
+    """A chunked body that has not ended by the end of its head's packet may be a stream
+    (events as they happen, a full-duplex exchange): the application gets each piece as it
+    comes. One that came whole with its head (the usual small upload) is handed over whole."""
+    parsed: dict = {}
+    whole = Conn(parsed=parsed)
+    (small,) = whole.send(CHUNKED + b"5\r\nwhole\r\n0\r\n\r\n")
+    assert small.stream is None and small.body == b"whole" and list(parsed) == [CHUNKED]
+    c = Conn(parsed=parsed if head == "seen before" else {})
+    (req,) = c.send(CHUNKED + b"5\r\nfirst\r\n")
+    assert req.body == b"" and req.stream.read_nowait() == (b"first", False)
+    assert c.send(b"6\r\nsecond\r\n") == []
+    assert req.stream.read_nowait() == (b"second", False)
+    (after,) = c.send(b"0\r\nX-Trace: 7\r\n\r\n" + get("/after"))   # pipelined after it
+    assert req.stream.read_nowait() == (b"", True) and req.trailers == [(b"x-trace", b"7")]
+    c.answer(req)
+    c.answer(after)
+    assert c.statuses() == [200, 200] and not c.closed and after.path == "/after"
+
+
+@pytest.mark.parametrize("expect", [False, True])
+def test_a_chunked_head_alone_in_its_packet_is_handed_over_at_once(expect):
+    c = Conn()
+    head = CHUNKED[:-2] + b"Expect: 100-continue\r\n\r\n" if expect else CHUNKED
+    events = c.send(head)
+    req = events[-1]
+    assert type(req) is HttpRequest and req.stream.read_nowait() == (b"", False)
+    assert events[:-1] == ([b"HTTP/1.1 100 Continue\r\n\r\n"] if expect else [])
+    c.send(b"3\r\nabc\r\n0\r\n\r\n")
+    assert req.stream.read() == b"abc"
+    c.answer(req)
+    assert c.statuses()[-1] == 200 and not c.closed
+
+
+def test_a_chunked_body_on_http_1_0_streams_too_and_the_connection_closes_after_it():
+    c = Conn()
+    (req,) = c.send(b"POST / HTTP/1.0\r\nConnection: keep-alive\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+    assert req.stream.read_nowait() == (b"hello", False)
+    assert c.send(b"0\r\n\r\nGET /smuggled HTTP/1.0\r\n\r\n") == []
+    assert req.stream.read_nowait() == (b"", True) and c.p.client is DONE
+    c.answer(req)
+    assert c.wire().startswith(b"HTTP/1.0 200") and c.events[-1] is CLOSE
+
+
+def test_a_chunked_stream_that_stalls_fails_its_reader_with_408():
+    c = Conn(Limits(body_timeout=5))
+    (req,) = c.send(CHUNKED + b"5\r\nfirst\r\n")
+    c.tick(4)
+    assert c.send(b"6\r\nsecond\r\n") == []       # each piece puts the deadline off
+    c.tick(4)
+    assert req.stream.read_nowait() == (b"firstsecond", False)
+    c.tick(2)
+    with pytest.raises(BodyError) as failed:
+        req.stream.read()
+    assert failed.value.status == 408
+    c.answer(req, Response(408, b""))
+    assert c.statuses() == [408] and c.events[-1] is CLOSE
+
+
+def test_a_chunked_stream_answered_before_its_end_closes_after_the_answer():
+    """Its length unknown, the rest of it cannot be drained within a bound: nothing sent after
+    it runs."""
+    c = Conn()
+    (req,) = c.send(CHUNKED + b"5\r\nfirst\r\n")
+    c.answer(req, Response(403, b"no"))
+    assert c.statuses() == [403] and b"connection: close" in c.wire()
+    assert c.events[-1] is CLOSE
+    assert c.send(b"0\r\n\r\n" + get("/after")) == []
 
 
 # -- answers --------------------------------------------------------------------------------------
