@@ -2,14 +2,15 @@
 HttpRequest events by the HTTP server stage as a WSGI application is (wsgi.py).
 
 Each request is a task on the stage's event loop. ``receive()`` gives the body as it arrives:
-one ``http.request`` for a body that came with its request, pieces of a large or chunked one
-with the backpressure ``wsgi.input`` has (past 256 KB unread the connection stops reading);
-then ``http.disconnect`` once the response is complete or the client has gone (closed the
-connection, or stopped sending, as uvicorn takes it). ``send()`` never waits for the socket:
-a whole response travels back to the connection through the HTTP stage's queue, a streamed
-one through a ``StreamBody``, and ``send`` waits only while more than 256 KB of it wait for a
-slow client. Once the connection is lost, a streamed ``send`` raises ``ClientDisconnected``,
-an OSError (ASGI spec 2.4); a client that only stopped sending still gets its answer.
+one ``http.request`` for a body that came with its request, pieces of a large one (or of a
+chunked one still coming after its head) with the backpressure ``wsgi.input`` has (past 256 KB
+unread the connection stops reading); then ``http.disconnect`` once the response is complete or
+the client has gone (closed the connection, or stopped sending, as uvicorn takes it).
+``send()`` never waits for the socket: a whole response travels back to the connection through
+the HTTP stage's queue, a streamed one through a ``StreamBody``, and ``send`` waits only while
+more than 256 KB of it wait for a slow client. Once the connection is lost, a streamed ``send``
+raises ``ClientDisconnected``, an OSError (ASGI spec 2.4); a client that only stopped sending
+still gets its answer.
 
 The ``http.response.pathsend`` extension is offered: a file the application names goes out
 with sendfile (pathsend.py). Trailers are declined politely: the extension is not offered, and
@@ -221,7 +222,7 @@ class AsgiHandler(EventHandler):
         # An ASGI application answers in its own time, as on uvicorn: a long poll or an event
         # stream may wait minutes for its first byte. (It holds no thread while it waits, and
         # one that returns without answering gets its 500 from run.)
-        req.answer_by = None
+        req.patient = True
         # (req.upgrade first: most requests ask for no upgrade, and pay no call to see it)
         if req.upgrade and is_websocket(req) and (websocket := websockets()) is not None:
             await websocket(self, req).serve()

@@ -673,6 +673,7 @@ class ServerProtocol:
             if type(framing) is Dechunker:
                 request.trailers = framing.trailers
             reader.finish()
+            request.owed_since = self._now     # (the response timeout counts from here)
             self._reader = self._request = None
             seq = request.seq
             if not self.wants_input:
@@ -707,7 +708,7 @@ class ServerProtocol:
             seq, self._keep, self.peer, self.scheme, self._upgrade)
 
     def _dispatch(self, request: HttpRequest) -> None:
-        request.answer_by = self._now + self.limits.response_timeout
+        request.owed_since = self._now
         self.owed[request.seq] = request
         self.server = _SERVER[self.server]["owe"]         # inline _server(): the hot path
         self.out.append(request)
@@ -989,8 +990,10 @@ class ServerProtocol:
             return out
         limits, client = self.limits, self.client
         owed = self.owed.get(self.send_seq)
-        answer_by = owed.answer_by if owed is not None else None
-        if answer_by is not None and now > answer_by:
+        # (no response timeout while its body still comes: the body timeout counts then, and
+        # the response timeout from the body's end)
+        if (owed is not None and not owed.patient and owed is not self._request
+                and now - owed.owed_since > limits.response_timeout):
             self.stats.timeouts += 1            # the application never answered: we do
             log.error("http: no response to a request within %.0f s", limits.response_timeout)
             self._stop(self.send_seq)

@@ -28,19 +28,21 @@ class HttpRequest:
     names in lower case and values without surrounding whitespace; a list of the request's
     own. ``header(name)`` finds one case-insensitively.
     ``respond(response)`` may be called from any thread; responses go out in request order even
-    when answered out of order. A large or chunked body arrives as ``stream`` (a BodyReader)
-    while ``body`` stays empty; trailer fields of a chunked body are in ``trailers`` once the
-    body is complete, never among the headers. ``scheme`` is "https" on a TLS connection;
-    ``peer`` is the client's address. ``upgrade``: an HTTP/1.1 head with an Upgrade field that
-    its Connection names (the client asks to switch protocols), noted as it was parsed.
-    ``answer_by``: when (the server's ``time.monotonic()``) the server answers 500 itself if
-    the application has not answered, set as the request is handed over
-    (``Limits.response_timeout``); an application that answers in its own time, as an ASGI
-    one may (a long poll), sets None."""
+    when answered out of order. A large body (or a chunked one still coming after its head)
+    arrives as ``stream`` (a BodyReader) while ``body`` stays empty; trailer fields of a
+    chunked body are in ``trailers`` once the body is complete, never among the headers.
+    ``scheme`` is "https" on a TLS connection; ``peer`` is the client's address.
+    ``upgrade``: an HTTP/1.1 head with an Upgrade field that its Connection names (the
+    client asks to switch protocols), noted as it was parsed.
+    The server answers 500 itself if the application has not answered within
+    ``Limits.response_timeout`` of ``owed_since`` (the server's ``time.monotonic()`` when the
+    request was handed over, or when its streamed body ended), unless the request is
+    ``patient``: an application that answers in its own time, as an ASGI one may (a long
+    poll), sets that."""
 
-    __slots__ = ("answer_by", "body", "connection", "headers", "keep_alive", "method", "path",
-                 "peer", "query", "scheme", "seq", "stream", "target", "trailers", "upgrade",
-                 "version")
+    __slots__ = ("body", "connection", "headers", "keep_alive", "method", "owed_since", "path",
+                 "patient", "peer", "query", "scheme", "seq", "stream", "target", "trailers",
+                 "upgrade", "version")
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
@@ -52,7 +54,8 @@ class HttpRequest:
         self.peer, self.scheme, self.upgrade = peer, scheme, upgrade
         self.stream: BodyReader | None = None
         self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
-        self.answer_by: float | None = None
+        self.owed_since = 0.0
+        self.patient = False
 
     def __repr__(self) -> str:
         return f"<HttpRequest {self.method} {self.target} HTTP/{self.version}>"
