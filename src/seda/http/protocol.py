@@ -613,6 +613,8 @@ class ServerProtocol:
         self._dispatch(self._request)
 
     def _feed_reader(self, reader: BodyReader, pieces: list[bytes]) -> None:
+        if self._request is not None:          # (the response timeout counts from here)
+            self._request.owed_since = self._now
         for piece in pieces:
             reader.feed(piece)
         if reader.paused and self.wants_input:   # it holds enough unread: stop reading
@@ -864,7 +866,8 @@ class ServerProtocol:
         """The body of the request being answered is still arriving: can it be read and
         dropped (up to ``max_discard``) so that the connection stays open?"""
         framing = self._framing
-        return type(framing) is int and framing <= self.limits.max_discard
+        # (a chunked body's rest is not known: it is drained while under max_discard)
+        return type(framing) is not int or framing <= self.limits.max_discard
 
     def _sent(self, keep: bool) -> bool:
         """The response at ``send_seq`` has gone whole: move on; True if the connection does."""
@@ -990,9 +993,11 @@ class ServerProtocol:
             return out
         limits, client = self.limits, self.client
         owed = self.owed.get(self.send_seq)
-        # (no response timeout while its body still comes: the body timeout counts then, and
-        # the response timeout from the body's end)
-        if (owed is not None and not owed.patient and owed is not self._request
+        # No response timeout while the application reads a body that still comes (the body
+        # timeout counts then, and the response timeout from the body's end); one whose
+        # reader is full has stopped reading: from the last piece it was given
+        if (owed is not None and not owed.patient
+                and (owed is not self._request or self._reader.paused)  # type: ignore[union-attr]  # set with the request
                 and now - owed.owed_since > limits.response_timeout):
             self.stats.timeouts += 1            # the application never answered: we do
             log.error("http: no response to a request within %.0f s", limits.response_timeout)

@@ -458,15 +458,23 @@ def test_a_chunked_stream_that_stalls_fails_its_reader_with_408():
     assert c.statuses() == [408] and c.events[-1] is CLOSE
 
 
-def test_a_chunked_stream_answered_before_its_end_closes_after_the_answer():
-    """Its length unknown, the rest of it cannot be drained within a bound: nothing sent after
-    it runs."""
+def test_a_chunked_stream_answered_before_its_end_is_drained_and_the_connection_goes_on():
+    """Its rest is read and dropped, as a body with a length is, while it stays under
+    max_discard: the request after it is answered."""
     c = Conn()
     (req,) = c.send(CHUNKED + b"5\r\nfirst\r\n")
     c.answer(req, Response(403, b"no"))
-    assert c.statuses() == [403] and b"connection: close" in c.wire()
-    assert c.events[-1] is CLOSE
-    assert c.send(b"0\r\n\r\n" + get("/after")) == []
+    assert c.statuses() == [403] and b"connection: close" not in c.wire()
+    (after,) = c.send(b"5\r\nlater\r\n0\r\n\r\n" + get("/after"))
+    assert after.target == "/after"
+
+
+def test_a_chunked_stream_answered_before_its_end_closes_past_max_discard():
+    c = Conn(Limits(max_discard=8))
+    (req,) = c.send(CHUNKED + b"5\r\nfirst\r\n")
+    c.answer(req, Response(403, b"no"))
+    # (the closing, and no request for what came after)
+    assert c.send(b"10\r\n" + b"x" * 16 + b"\r\n0\r\n\r\n" + get("/after")) == [CLOSE]
 
 
 # -- answers --------------------------------------------------------------------------------------
@@ -511,6 +519,25 @@ def test_an_answer_too_late_comes_back_unsent():
     assert c.statuses() == [500] and c.closed
     (late,) = c.answer(req)
     assert type(late) is Unsent
+
+
+def test_the_response_timeout_waits_while_a_streamed_body_is_read_and_not_once_it_is_not():
+    """An upload being read is not cut by the response timeout (it counts from the body's
+    end); an application that stopped reading (its reader full) gets its 500 as one that never
+    answers does."""
+    c = Conn(Limits(response_timeout=5))
+    (req,) = c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n")
+    for _ in range(4):                          # 12 s of upload, read as it comes
+        c.tick(3)
+        c.send(b"x" * 1000)
+        req.stream.read(1000)
+    assert c.statuses() == []
+    c.send(b"x" * 400_000)                      # more than the reader holds: it is not read
+    assert req.stream.paused
+    c.tick(3)
+    assert c.statuses() == []
+    c.tick(3)
+    assert c.statuses() == [500]
 
 
 def test_ready_answers_serve_plain_gets_without_a_request_event():
