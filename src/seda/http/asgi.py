@@ -43,6 +43,7 @@ from .response import (
     SENDABLE_BYTES,
     AnswerHead,
     Headers,
+    Prepared,
     Response,
     StreamBody,
     unsendable,
@@ -460,16 +461,21 @@ class _Exchange:
 
     def _answer_head(self, length: int | None) -> None:
         """The head alone (HEAD, 204, 304), with the application's Content-Length, else
-        ``length`` if known and not 0, what the GET's body would have been, else none: a
-        HEAD-aware application's empty body says nothing of the GET's."""
-        headers = self.headers()
-        body: Any = b""
-        if self.head.length is None and self.status not in _NO_BODY:
-            if length:
-                headers.append(("content-length", str(length)))
-            else:
-                body = ()                      # (an iterable's length is not said)
-        self.req.respond(Response(self.status, body, headers))  # type: ignore[arg-type]  # started
+        ``length`` if known and not 0 (what the GET's body would have been), else no length
+        and no chunked coding either: a HEAD-aware application's empty body, or a stream, says
+        nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1)."""
+        head, status = self.head, self.status
+        assert status is not None              # (started)
+        if head.connection:                    # (the Response path acts on a Connection field)
+            fields = self.headers()
+            if head.length is None and status not in _NO_BODY:
+                fields.append(("content-length", str(length or 0)))
+            self.req.respond(Response(status, b"", fields))
+            return
+        block = head.block
+        if head.length is None and length and status not in _NO_BODY:
+            block += b"content-length: %d\r\n" % length
+        self.req.respond(Prepared(status, block))
 
     def _completed(self) -> None:
         self.complete = True

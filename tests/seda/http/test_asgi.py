@@ -375,6 +375,16 @@ def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
     for path, length in (("/aware", None), ("/plain", "12")):
         r, data = get(address, "HEAD", path)
         assert (r.status, data, r.getheader("content-length")) == (200, b"", length)
+        assert r.getheader("transfer-encoding") is None   # (nor a chunked coding for none)
+    # the connection goes on, HTTP/1.0 keep-alive too: a HEAD's answer is never ended by a close
+    for version in (b"1.1", b"1.0"):
+        with socket.create_connection(address, timeout=WAIT) as s:
+            s.sendall(b"HEAD /aware HTTP/%s\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+                      % version + b"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            both = b""
+            while chunk := s.recv(65536):
+                both += chunk
+        assert both.count(b" 200 OK\r\n") == 2 and both.endswith(b"twelve bytes")
 
 
 def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
