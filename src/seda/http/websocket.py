@@ -180,6 +180,12 @@ class WebSocket:
             # more of it is inflated: see INFLATE_STEP; plain, all at once)
             at, step = 0, self.step or len(data)
             while at < len(data) and self.state is OPEN:
+                if self.step and self.backlog > READ_LIMIT:
+                    # the application is behind: the rest waits uninflated until it receives
+                    # (so that many messages, each under the limit, cannot inflate together)
+                    self.inbox.appendleft(data[at:])
+                    self.framed -= len(data) - at
+                    break
                 self.ws.receive_data(data[at:at + step])
                 at += step
                 self._frame()
@@ -312,6 +318,8 @@ class WebSocket:
                 self.backlog -= len(message.get("text") or message.get("bytes") or "")
                 if self.paused:
                     self._steer()
+                if self.inbox and not self.signalled and self.backlog <= READ_LIMIT:
+                    self._arrived()            # what _arrived left uninflated (see there)
                 return message
             if self.state is CLOSED:
                 code, reason = self.close

@@ -142,6 +142,43 @@ def test_a_compressed_message_over_the_size_limit_is_not_inflated_whole(rt, monk
     assert seen[1]["code"] == 1009
 
 
+def test_compressed_messages_the_application_has_not_received_are_not_inflated_ahead(
+        rt, monkeypatch):
+    """Many compressed messages, each under the size limit, to an application that does not
+    receive yet: no more is inflated once READ_LIMIT waits unreceived (1 MB read would
+    otherwise inflate to about 1 GB)."""
+    inflated: list[int] = []
+    ahead: list[int] = []                          # inflated and not received, at each receive
+    release = threading.Event()
+
+    class Counting(PerMessageDeflate):
+        def frame_inbound_payload_data(self, proto, data):
+            out = super().frame_inbound_payload_data(proto, data)
+            inflated.append(len(out))
+            return out
+
+    size, count = 512 * 1024, 24
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        await asyncio.to_thread(release.wait, WAIT)
+        for k in range(1, count + 1):
+            assert len((await receive())["bytes"]) == size
+            ahead.append(sum(inflated) - k * size)
+        await send({"type": "websocket.send", "text": "all"})
+
+    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
+    url = run(rt, app)
+    with RawClient(url, extensions=[PerMessageDeflate()]) as client:
+        for _ in range(count):
+            client.send(BytesMessage(b"\0" * size))
+        until(lambda: sum(inflated), lambda n: n >= size)
+        release.set()
+        assert next(client.events()).data == "all"
+    assert max(ahead) <= websocket.READ_LIMIT + size + 1032 * websocket.INFLATE_STEP
+
+
 @pytest.mark.parametrize("refusal, status", [
     ([{"type": "websocket.close"}], 403),
     ([{"type": "websocket.http.response.start", "status": 401,
