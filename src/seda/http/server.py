@@ -82,13 +82,15 @@ class _HttpConnection:
     def watch(self, request: HttpRequest, callback: Callable[[], None] | None) -> None:
         """``HttpRequest.on_gone``: call ``callback`` when the client goes; any thread. It may
         be called twice (a watch that races the news), never not at all."""
+        # (the loop thread's _gone may take the table meanwhile: this works on the one it read)
+        watchers = self.watchers
         if callback is None:
-            if self.watchers is not None:
-                self.watchers.pop(request, None)
+            if watchers is not None:
+                watchers.pop(request, None)
             return
-        if self.watchers is None:
-            self.watchers = {}
-        self.watchers[request] = callback
+        if watchers is None:
+            watchers = self.watchers = {}
+        watchers[request] = callback
         if self.gone:                          # (set before the watchers are taken: see _gone)
             callback()
 
