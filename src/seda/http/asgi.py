@@ -436,12 +436,12 @@ class _Exchange:
         """The whole response, in one piece."""
         status = self.status
         assert status is not None              # (started)
-        # the usual answer goes out from its fields' ready lines, not decoded for a Response
-        # that would encode them again
         if self.head_only:
             self._answer_head(self.counted)
             self._completed()
             return
+        # the usual answer goes out from its fields' ready lines, not decoded for a Response
+        # that would encode them again
         answer = None if status < 200 else self.head.prepared(status, body)
         if answer is not None:
             self.req.respond(answer)
