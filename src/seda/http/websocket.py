@@ -220,8 +220,10 @@ class WebSocket:
             self.req.connection.pause_reading(behind)   # type: ignore[attr-defined]
 
     def _piece(self, event: TextMessage | BytesMessage) -> None:
-        self.parts.append(event.data)
-        self.size += len(event.data)
+        data = event.data
+        self.parts.append(data)
+        # the limit is in bytes, as uvicorn's: a text piece's UTF-8 ones (up to 4 a character)
+        self.size += len(data.encode()) if type(data) is str and not data.isascii() else len(data)
         if self.size > self.max_size:
             self._close_now(TOO_BIG, f"a message over {self.max_size} bytes")
             return

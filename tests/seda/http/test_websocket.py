@@ -109,7 +109,9 @@ def test_a_message_over_the_size_limit_closes_with_1009(rt):
     with connect(run(rt, echo(seen), ws_max_size=1000), open_timeout=WAIT) as ws:
         ws.send("small")
         assert ws.recv(WAIT) == "llams"
-        ws.send(b"x" * 2000)
+        ws.send("\u00e9" * 500)                  # 1000 bytes of UTF-8: at the limit
+        assert ws.recv(WAIT) == "\u00e9" * 500
+        ws.send("\u00e9" * 501)                  # 501 characters, but 1002 bytes
         with pytest.raises(ConnectionClosed):
             ws.recv(WAIT)
     assert ws.close_code == 1009
