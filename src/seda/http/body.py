@@ -36,6 +36,7 @@ class BodyReader:
         self._error: BodyError | None = None
         self._waiter: Callable[[], None] | None = None   # when_readable's callback
         self.paused = False             # over the limit: the stage should not read
+        self.taken = 0                  # bytes the application has read
 
     # -- the HTTP stage (loop thread) -------------------------------------------------------
 
@@ -103,6 +104,7 @@ class BodyReader:
             raise self._error
         data = bytes(buf[:n])
         del buf[:n]
+        self.taken += n
         if self.paused and len(buf) <= self.limit // 2:
             self._unpause()
         return data

@@ -227,12 +227,13 @@ class ServerProtocol:
     GETs (see answers.py); with ``log`` every response also yields a ``Logged`` event."""
 
     __slots__ = (
-        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes", "_head_limit",
-        "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain", "_reader",
-        "_request", "_start", "_tail", "_taken", "_upgrade", "_url", "_version", "answers",
-        "client", "connection", "continue_seq", "deadline", "heads", "idle_since", "last_seq",
-        "limits", "log", "next_seq", "out", "owed", "parsed", "parser", "peer", "ready",
-        "scheme", "send_seq", "server", "stats", "stopping", "streaming", "wake", "wants_input",
+        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes",
+        "_head_limit", "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain",
+        "_read_mark", "_reader", "_request", "_start", "_tail", "_taken", "_upgrade", "_url",
+        "_version", "answers", "client", "connection", "continue_seq", "deadline", "heads",
+        "idle_since", "last_seq", "limits", "log", "next_seq", "out", "owed", "parsed",
+        "parser", "peer", "ready", "scheme", "send_seq", "server", "stats", "stopping",
+        "streaming", "wake", "wants_input",
     )
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
@@ -266,6 +267,7 @@ class ServerProtocol:
         self.ready: dict[int, _Entry] = {}    # answers waiting for those before them
         self.streaming: tuple[StreamBody, bool] | None = None   # a body going out, and keep
         self.continue_seq = -1                # the request owed a 100 Continue
+        self._read_mark = 0                   # what the body's reader had given at the last tick
         self.stopping = False                 # the server is shutting down
         self.deadline = 0.0                   # for the head or the body now being read
         self.idle_since = self._now = now
@@ -613,8 +615,6 @@ class ServerProtocol:
         self._dispatch(self._request)
 
     def _feed_reader(self, reader: BodyReader, pieces: list[bytes]) -> None:
-        if self._request is not None:          # (the response timeout counts from here)
-            self._request.owed_since = self._now
         for piece in pieces:
             reader.feed(piece)
         if reader.paused and self.wants_input:   # it holds enough unread: stop reading
@@ -993,12 +993,8 @@ class ServerProtocol:
             return out
         limits, client = self.limits, self.client
         owed = self.owed.get(self.send_seq)
-        # No response timeout while the application reads a body that still comes (the body
-        # timeout counts then, and the response timeout from the body's end); one whose
-        # reader is full has stopped reading: from the last piece it was given
         if (owed is not None and not owed.patient
-                and (owed is not self._request or self._reader.paused)  # type: ignore[union-attr]  # set with the request
-                and now - owed.owed_since > limits.response_timeout):
+                and now - self._owed_since(owed, now) > limits.response_timeout):
             self.stats.timeouts += 1            # the application never answered: we do
             log.error("http: no response to a request within %.0f s", limits.response_timeout)
             self._stop(self.send_seq)
@@ -1013,6 +1009,18 @@ class ServerProtocol:
               and now - self.idle_since > limits.keepalive_timeout):
             self._close()
         return out
+
+    def _owed_since(self, request: HttpRequest, now: float) -> float:
+        """Since when the application owes ``request`` its answer: its hand-over, or the end
+        of a body it streams. While that body still comes the body timeout counts instead,
+        and this starts again (at ``now``) at every look that finds the reader not full, or
+        read from since the last look: only an application that stopped reading is owing."""
+        reader = self._reader
+        if request is self._request and reader is not None and (
+                not reader.paused or reader.taken != self._read_mark):
+            self._read_mark = reader.taken
+            request.owed_since = now
+        return request.owed_since
 
     def connection_lost(self) -> list[Answer]:
         """The socket is gone: the responses that will never be sent (to release what they

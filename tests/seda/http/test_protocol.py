@@ -523,18 +523,22 @@ def test_an_answer_too_late_comes_back_unsent():
 
 def test_the_response_timeout_waits_while_a_streamed_body_is_read_and_not_once_it_is_not():
     """An upload being read is not cut by the response timeout (it counts from the body's
-    end); an application that stopped reading (its reader full) gets its 500 as one that never
-    answers does."""
+    end), even one read more slowly than it comes (its reader full); an application that
+    stopped reading gets its 500 as one that never answers does."""
     c = Conn(Limits(response_timeout=5))
     (req,) = c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n")
     for _ in range(4):                          # 12 s of upload, read as it comes
         c.tick(3)
         c.send(b"x" * 1000)
         req.stream.read(1000)
-    assert c.statuses() == []
-    c.send(b"x" * 400_000)                      # more than the reader holds: it is not read
+    c.send(b"x" * 400_000)                      # more than the reader holds
     assert req.stream.paused
-    c.tick(3)
+    for _ in range(4):                          # 12 s more, read slowly: a little each time
+        c.tick(3)
+        req.stream.read(1000)
+    assert c.statuses() == []
+    c.tick(3)                                   # then not at all: the 500 comes 5 s after
+    c.tick(3)                                   # the last look that saw a read
     assert c.statuses() == []
     c.tick(3)
     assert c.statuses() == [500]
