@@ -220,10 +220,8 @@ class WebSocket:
             self.req.connection.pause_reading(behind)   # type: ignore[attr-defined]
 
     def _piece(self, event: TextMessage | BytesMessage) -> None:
-        data = event.data
-        self.parts.append(data)
-        # the limit is in bytes, as uvicorn's: a text piece's UTF-8 ones (up to 4 a character)
-        self.size += len(data.encode()) if type(data) is str and not data.isascii() else len(data)
+        self.parts.append(event.data)
+        self.size += _size(event.data)
         if self.size > self.max_size:
             self._close_now(TOO_BIG, f"a message over {self.max_size} bytes")
             return
@@ -283,6 +281,10 @@ class WebSocket:
             self._ping_at(self.pinged + self.interval)
 
     def _ping_timed_out(self) -> None:
+        if self.eof:
+            # the client has gone with input left over for the application (see _arrived):
+            # no Pong can come, and its end is told once that input is received
+            return
         if self.paused:
             # we stopped reading (the application is behind): the Pong may be waiting unread,
             # so the client is not to blame; look again after another timeout
@@ -317,7 +319,7 @@ class WebSocket:
         while True:
             if self.messages:
                 message = self.messages.popleft()
-                self.backlog -= len(message.get("text") or message.get("bytes") or "")
+                self.backlog -= _size(message.get("text") or message.get("bytes") or b"")
                 if self.paused:
                     self._steer()
                 if self.inbox and not self.signalled and self.backlog <= READ_LIMIT:
@@ -344,6 +346,8 @@ class WebSocket:
             payload = text if text is not None else data
             if payload is None:
                 raise ValueError("websocket.send without text or bytes")
+            if self.eof:                       # gone, with input left over (see _arrived)
+                raise ClientDisconnected("the client has gone")
             self._write(self.ws.send(Message(data=payload)))
             if self.sent - self.confirmed > OUTPUT_LIMIT:
                 await self._drained()
@@ -448,6 +452,12 @@ class WebSocket:
             self.req.respond(responses.server_error() if code != 1000 else responses.forbidden())
         elif self.state is OPEN:
             self._close_now(code)
+
+
+def _size(data: str | bytes | bytearray) -> int:
+    """A message's size as the limit counts it, in bytes, as uvicorn's: a text one's UTF-8
+    (up to 4 a character; all-ASCII text is counted without an encode)."""
+    return len(data.encode()) if type(data) is str and not data.isascii() else len(data)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

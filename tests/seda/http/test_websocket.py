@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 import urllib.request
 
@@ -179,6 +180,49 @@ def test_compressed_messages_the_application_has_not_received_are_not_inflated_a
         release.set()
         assert next(client.events()).data == "all"
     assert max(ahead) <= websocket.READ_LIMIT + size + 1032 * websocket.INFLATE_STEP
+
+
+def test_text_messages_of_many_bytes_a_character_come_and_go_without_end(rt):
+    """What waits for the application is counted in the same bytes as it leaves: a text of
+    3-byte characters, many times past the read limit, all echoed."""
+    text = "\u20ac" * 1000                     # 3000 bytes of UTF-8
+    with connect(run(rt, echo()), open_timeout=WAIT) as ws:
+        for _ in range(300):                   # 900 KB in all: READ_LIMIT three times over
+            ws.send(text)
+            assert ws.recv(WAIT) == text[::-1]
+
+
+def test_a_client_gone_with_compressed_input_left_over_is_seen_by_send(rt, monkeypatch):
+    """Input held back uninflated while the application is behind (see the test above) does
+    not hide the client's going: a send-only application's next send raises."""
+    inflated: list[int] = []
+    raised = threading.Event()
+
+    class Counting(PerMessageDeflate):
+        def frame_inbound_payload_data(self, proto, data):
+            out = super().frame_inbound_payload_data(proto, data)
+            inflated.append(len(out))
+            return out
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        try:
+            while True:                        # sends, never receives
+                await send({"type": "websocket.send", "text": "tick"})
+                await asyncio.sleep(0.01)
+        except OSError:
+            raised.set()
+
+    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
+    url = run(rt, app)
+    with RawClient(url, extensions=[PerMessageDeflate()]) as client:
+        client.sock.sendall(b"".join(client.ws.send(BytesMessage(b"\0" * 100_000))
+                                     for _ in range(100)))
+        until(lambda: sum(inflated), lambda n: n > websocket.READ_LIMIT)   # some held back
+        # gone at once, as a client that vanishes (a reset, not a close)
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    assert raised.wait(WAIT)
 
 
 @pytest.mark.parametrize("refusal, status", [
