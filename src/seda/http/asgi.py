@@ -463,7 +463,8 @@ class _Exchange:
         """The head alone (HEAD, 204, 304), with the application's Content-Length, else
         ``length`` if known and not 0 (what the GET's body would have been), else no length
         and no chunked coding either: a HEAD-aware application's empty body, or a stream, says
-        nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1)."""
+        nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1). (With a Connection field of
+        the application's, which only a Response acts on, a length of 0 is said instead.)"""
         head, status = self.head, self.status
         assert status is not None              # (started)
         if head.connection:                    # (the Response path acts on a Connection field)
