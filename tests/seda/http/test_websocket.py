@@ -105,6 +105,21 @@ def test_the_client_closes_with_its_code_and_reason(rt):
     assert seen[1] == {"type": "websocket.disconnect", "code": 4002, "reason": "bye"}
 
 
+def counting_inflation(monkeypatch) -> list[int]:
+    """The server's permessage-deflate made to count what it inflates: the list it appends
+    each inflated piece's size to."""
+    inflated: list[int] = []
+
+    class Counting(PerMessageDeflate):
+        def frame_inbound_payload_data(self, proto, data):
+            out = super().frame_inbound_payload_data(proto, data)
+            inflated.append(len(out))
+            return out
+
+    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
+    return inflated
+
+
 def test_a_message_over_the_size_limit_closes_with_1009(rt):
     seen: list = []
     with connect(run(rt, echo(seen), ws_max_size=1000), open_timeout=WAIT) as ws:
@@ -123,15 +138,7 @@ def test_a_message_over_the_size_limit_closes_with_1009(rt):
 def test_a_compressed_message_over_the_size_limit_is_not_inflated_whole(rt, monkeypatch):
     """A deflate bomb: one frame of 16 KB that inflates to 16 MB of zeros. Closed with 1009
     after at most a step's worth of inflation past the limit, not after all of it."""
-    inflated: list[int] = []
-
-    class Counting(PerMessageDeflate):             # the server's, counting what it inflates
-        def frame_inbound_payload_data(self, proto, data):
-            out = super().frame_inbound_payload_data(proto, data)
-            inflated.append(len(out))
-            return out
-
-    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
+    inflated = counting_inflation(monkeypatch)
     seen: list = []
     limit = 65536
     url = run(rt, echo(seen), ws_max_size=limit)
@@ -150,15 +157,9 @@ def test_compressed_messages_the_application_has_not_received_are_not_inflated_a
     """Many compressed messages, each under the size limit, to an application that does not
     receive yet: no more is inflated once READ_LIMIT waits unreceived (1 MB read would
     otherwise inflate to about 1 GB)."""
-    inflated: list[int] = []
+    inflated = counting_inflation(monkeypatch)
     ahead: list[int] = []                          # inflated and not received, at each receive
     release = threading.Event()
-
-    class Counting(PerMessageDeflate):
-        def frame_inbound_payload_data(self, proto, data):
-            out = super().frame_inbound_payload_data(proto, data)
-            inflated.append(len(out))
-            return out
 
     size, count = 512 * 1024, 24
 
@@ -171,7 +172,6 @@ def test_compressed_messages_the_application_has_not_received_are_not_inflated_a
             ahead.append(sum(inflated) - k * size)
         await send({"type": "websocket.send", "text": "all"})
 
-    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
     url = run(rt, app)
     with RawClient(url, extensions=[PerMessageDeflate()]) as client:
         for _ in range(count):
@@ -195,14 +195,8 @@ def test_text_messages_of_many_bytes_a_character_come_and_go_without_end(rt):
 def test_a_client_gone_with_compressed_input_left_over_is_seen_by_send(rt, monkeypatch):
     """Input held back uninflated while the application is behind (see the test above) does
     not hide the client's going: a send-only application's next send raises."""
-    inflated: list[int] = []
+    inflated = counting_inflation(monkeypatch)
     raised = threading.Event()
-
-    class Counting(PerMessageDeflate):
-        def frame_inbound_payload_data(self, proto, data):
-            out = super().frame_inbound_payload_data(proto, data)
-            inflated.append(len(out))
-            return out
 
     async def app(scope, receive, send):
         await receive()
@@ -214,7 +208,6 @@ def test_a_client_gone_with_compressed_input_left_over_is_seen_by_send(rt, monke
         except OSError:
             raised.set()
 
-    monkeypatch.setattr(websocket, "PerMessageDeflate", Counting)
     url = run(rt, app)
     with RawClient(url, extensions=[PerMessageDeflate()]) as client:
         client.sock.sendall(b"".join(client.ws.send(BytesMessage(b"\0" * 100_000))
