@@ -513,7 +513,7 @@ class ServerProtocol:
         host: bytes | None = None
         length = 0
         plain = True
-        chunked = upgrade = close = keep_alive = False
+        chunked = upgrade = close = keep_alive = switch = False
         for k, v in headers:                   # one pass; a field's role looked up once
             role = _ROLES.get(k, _OTHER)
             if role is _OTHER:
@@ -543,6 +543,7 @@ class ServerProtocol:
                 options = [c.strip() for c in v.lower().split(b",")]
                 close = close or b"close" in options       # in any field (RFC 9112 9.6)
                 keep_alive = keep_alive or b"keep-alive" in options
+                switch = switch or b"upgrade" in options
             elif role is _UPGRADE:             # (a ready answer may ignore it: RFC 9110 7.8)
                 upgrade = True
             else:
@@ -562,13 +563,9 @@ class ServerProtocol:
             # as it does when taken from ``parsed``
             self.parser = None
         self._framing = Dechunker(limits.max_header_bytes) if chunked else length
-        if upgrade:
-            # RFC 9110 7.8: an Upgrade is ignored in HTTP/1.0, and is not for this hop unless
-            # Connection names it; then the request is an ordinary one
-            upgrade = version == "1.1" and any(
-                k == b"connection" and b"upgrade" in [o.strip() for o in v.lower().split(b",")]
-                for k, v in headers)
-        self._upgrade = upgrade
+        # RFC 9110 7.8: an Upgrade is ignored in HTTP/1.0, and is not for this hop unless
+        # Connection names it; then the request is an ordinary one
+        self._upgrade = upgrade and switch and version == "1.1"
 
     # -- bodies ----------------------------------------------------------------------------------
 

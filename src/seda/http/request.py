@@ -43,6 +43,7 @@ class HttpRequest:
     __slots__ = ("body", "connection", "headers", "keep_alive", "method", "owed_since", "path",
                  "patient", "peer", "query", "scheme", "seq", "stream", "target", "trailers",
                  "upgrade", "version")
+    owed_since: float                  # set by the protocol as it hands the request over
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
@@ -54,7 +55,6 @@ class HttpRequest:
         self.peer, self.scheme, self.upgrade = peer, scheme, upgrade
         self.stream: BodyReader | None = None
         self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
-        self.owed_since = 0.0
         self.patient = False
 
     def __repr__(self) -> str:
