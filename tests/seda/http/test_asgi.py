@@ -16,12 +16,12 @@ import threading
 
 import pytest
 
-import seda
 from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, serve
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
+from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
 def run(rt, app, limits=None, **options):
@@ -294,26 +294,12 @@ def test_an_application_answers_in_its_own_time_past_the_response_timeout(rt):
         await in_thread(release)
         await answer(send, body=b"at last")
 
-    class Silent(seda.EventHandler):       # never answers: the server's 500 comes for it
-        def handle_event(self, req):
-            pass
-
-    silent = rt.add_stage("silent", Silent(), blocking=False).sink
-    asgi_sink = mount_asgi(rt, app, tasks=16, lifespan="off")
-
-    class ByPath:
-        def enqueue(self, req):
-            (silent if req.path == "/silent" else asgi_sink).enqueue(req)
-
-    address = serve(rt, ("127.0.0.1", 0), ByPath(),
-                    limits=Limits(response_timeout=0.2)).address
+    address = serve_beside_silent(rt, mount_asgi(rt, app, tasks=16, lifespan="off"), 0.2)
     rt.start()
     with socket.create_connection(address, timeout=WAIT) as poll:
         poll.sendall(b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
         assert started.wait(WAIT)
-        # the silent request's 500 shows a timeout check has run past the long poll's deadline
-        assert raw(address, b"GET /silent HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
-            b"HTTP/1.1 500")
+        assert timed_out_silent(address)      # a check has run past the long poll's deadline
         poll.settimeout(0.5)
         with pytest.raises(TimeoutError):      # nothing for the long poll yet
             poll.recv(65536)

@@ -13,11 +13,11 @@ from wsgiref.validate import validator
 
 import pytest
 
-import seda
 from seda.http import Limits, kept, mount, serve
 
 from tests.helpers import WAIT
 from tests.helpers.net import raw
+from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
 def run(rt, app, **options):
@@ -335,28 +335,14 @@ def test_the_response_timeout_counts_from_the_end_of_a_streamed_body(rt):
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"read %d" % size]
 
-    class Silent(seda.EventHandler):       # never answers: the server's 500 comes for it
-        def handle_event(self, req):
-            pass
-
-    silent = rt.add_stage("silent", Silent(), blocking=False).sink
-    wsgi_sink = mount(rt, app, threads=2)
-
-    class ByPath:
-        def enqueue(self, req):
-            (silent if req.path == "/silent" else wsgi_sink).enqueue(req)
-
-    address = serve(rt, ("127.0.0.1", 0), ByPath(),
-                    limits=Limits(response_timeout=0.2)).address
+    address = serve_beside_silent(rt, mount(rt, app, threads=2), 0.2)
     rt.start()
     size = 200_000                             # streamed: over Limits.stream_body_over
     with socket.create_connection(address, timeout=WAIT) as upload:
         upload.sendall(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % size
                        + b"x" * 1000)
         assert reading.wait(WAIT)
-        # the silent request's 500 shows a timeout check has run past the upload's deadline
-        assert raw(address, b"GET /silent HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
-            b"HTTP/1.1 500")
+        assert timed_out_silent(address)      # a check has run past the upload's deadline
         upload.sendall(b"x" * (size - 1000))
         answered = upload.recv(65536)
     assert answered.startswith(b"HTTP/1.1 200") and answered.endswith(b"read %d" % size)
