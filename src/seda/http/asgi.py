@@ -42,8 +42,6 @@ from .response import (
     NO_HEAD,
     SENDABLE_BYTES,
     AnswerHead,
-    Headers,
-    Prepared,
     Response,
     StreamBody,
     unsendable,
@@ -397,7 +395,7 @@ class _Exchange:
         stream = self.stream
         if stream is None:                     # the first piece of a streamed body
             stream = self.stream = StreamBody()
-            self.req.respond(Response(self.status, stream, self.headers()))  # type: ignore[arg-type]  # started
+            self.req.respond(Response(self.status, stream, self.head.headers()))  # type: ignore[arg-type]  # started
         try:
             room = stream.write_nowait(body)
         except ConnectionError:
@@ -423,14 +421,9 @@ class _Exchange:
             self.counted += size
             self._finish(b"")
             return
-        self.req.respond(pathsend.file_response(self.status, self.headers(),  # type: ignore[arg-type]  # started
+        self.req.respond(pathsend.file_response(self.status, self.head.headers(),  # type: ignore[arg-type]  # started
                                                 self.head.length, fd, size))
         self._completed()
-
-    def headers(self) -> Headers:
-        """The application's header fields as a Response takes them."""
-        return [(name.decode("latin-1"), value.decode("latin-1"))
-                for name, value in self.head.fields]
 
     def _finish(self, body: bytes) -> None:
         """The whole response, in one piece."""
@@ -438,45 +431,13 @@ class _Exchange:
         assert status is not None              # (started)
         if self.head_only:
             self._answer_head(self.counted)
-            self._completed()
-            return
-        # the usual answer goes out from its fields' ready lines, not decoded for a Response
-        # that would encode them again
-        answer = None if status < 200 else self.head.prepared(status, body)
-        if answer is not None:
-            self.req.respond(answer)
-            self._completed()
-            return
-        length = self.head.length
-        headers = self.headers()
-        if length is not None and length != len(body):
-            # a wrong Content-Length: never send bytes past it; a body short of it goes as it
-            # is, and the connection closes after it, so that the client sees it cut short
-            # rather than waiting for bytes that will not come
-            body = body[:length]
-            if len(body) < length:
-                headers.append(("connection", "close"))
-        self.req.respond(Response(status, body, headers))
+        else:
+            self.req.respond(self.head.whole(status, body))
         self._completed()
 
     def _answer_head(self, length: int | None) -> None:
-        """The head alone (HEAD, 204, 304), with the application's Content-Length, else
-        ``length`` if known and not 0 (what the GET's body would have been), else no length
-        and no chunked coding either: a HEAD-aware application's empty body, or a stream, says
-        nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1). (With a Connection field of
-        the application's, which only a Response acts on, a length of 0 is said instead.)"""
-        head, status = self.head, self.status
-        assert status is not None              # (started)
-        if head.connection:                    # (the Response path acts on a Connection field)
-            fields = self.headers()
-            if head.length is None and status not in _NO_BODY:
-                fields.append(("content-length", str(length or 0)))
-            self.req.respond(Response(status, b"", fields))
-            return
-        block = head.block
-        if head.length is None and length and status not in _NO_BODY:
-            block += b"content-length: %d\r\n" % length
-        self.req.respond(Prepared(status, block))
+        """The head alone (HEAD, 204, 304), saying ``length`` if known (AnswerHead.head_only)."""
+        self.req.respond(self.head.head_only(self.status, length))  # type: ignore[arg-type]  # started
 
     def _completed(self) -> None:
         self.complete = True

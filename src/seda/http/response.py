@@ -265,6 +265,49 @@ class AnswerHead(NamedTuple):
             self.block + b"content-length: %d\r\n" % len(body))
         return Prepared(status, block, body)
 
+    def whole(self, status: int, body: bytes, reason: str | None = None) -> Answer:
+        """The whole answer with ``body``: from the ready lines where it can be (``prepared``),
+        else a Response, which takes a reason phrase, acts on a Connection field and sends no
+        body where the status has none. A declared Content-Length is never exceeded: a body
+        past it is cut there, and one short of it goes with a close, so that the client sees
+        it cut short rather than complete-looking."""
+        bodied = status not in NO_BODY
+        if reason is None and bodied:
+            answer = self.prepared(status, body)
+            if answer is not None:
+                return answer
+        length, headers = self.length, self.headers()
+        if length is not None and length != len(body) and bodied:
+            body = body[:length]
+            if len(body) < length:
+                headers.append(("connection", "close"))
+        return Response(status, body, headers, reason=reason)
+
+    def head_only(self, status: int, length: int | None, reason: str | None = None) -> Answer:
+        """The head alone (a HEAD's answer, or a 204 or 304), with the application's
+        Content-Length, else ``length`` if known and not 0 (what the GET's body would have
+        been), else no length and no chunked coding either: a HEAD-aware application's empty
+        body, or a stream, says nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1).
+        (With a Connection field or a reason phrase, which only a Response takes, a length of
+        0 is said instead.)"""
+        bodied = status not in NO_BODY
+        if self.connection or reason is not None:
+            headers = self.headers()
+            if self.length is None and bodied:
+                headers.append(("content-length", str(length or 0)))
+            return Response(status, b"", headers, reason=reason)
+        block = self.block
+        if self.length is None and length and bodied:
+            block += b"content-length: %d\r\n" % length
+        return Prepared(status, block)
+
+    def headers(self) -> Headers:
+        """The fields as a Response takes them (str), in a list of their own."""
+        fields = self.fields
+        if fields and type(fields[0][0]) is bytes:   # (an ASGI stage's: all bytes)
+            return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in fields]
+        return list(fields)
+
 
 NO_HEAD = AnswerHead((), b"", None, False)   # before the application has started its answer
 

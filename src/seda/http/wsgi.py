@@ -268,7 +268,7 @@ class _Exchange:
             self.pieces.append(bytes(data))        # whole: one bytes at the end
         else:                                      # more may come, later: stream from here
             self.stream = StreamBody()
-            self.req.respond(Response(self.status, self.stream, list(self.head.fields),
+            self.req.respond(Response(self.status, self.stream, self.head.headers(),
                                       reason=self.reason))
             for piece in (*self.pieces, data):
                 self.stream.write(piece)
@@ -307,27 +307,12 @@ class _Exchange:
         if self.stream is not None:
             self.stream.finish()
             return
-        head, status, length = self.head, self.status, self.head.length
-        body = b"".join(self.pieces)               # (one bytes piece: itself, no copy)
-        if not self.head_only and self.reason is None and status not in responses.NO_BODY:
-            # the usual answer: its header lines were made once for these fields, so only
-            # the status and Date lines are added as it goes out
-            answer = head.prepared(status, body)
-            if answer is not None:
-                self.req.respond(answer)
-                return
-        headers = list(head.fields)
+        head, status = self.head, self.status
         if self.head_only:
-            if length is None:                     # what a GET would have said
-                headers.append(("Content-Length", str(self.counted)))
-        elif length is not None and length != len(body):
-            # the application's Content-Length is wrong: never send bytes past it, and close
-            # rather than leave the client waiting for bytes that will not come
-            body = body[:length]
-            if len(body) < length:
-                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
-                headers.append(("Connection", "close"))
-        self.req.respond(Response(status, body, headers, reason=self.reason))
+            self.req.respond(head.head_only(status, self.counted, self.reason))
+        else:
+            # (one bytes piece is joined as itself, no copy)
+            self.req.respond(head.whole(status, b"".join(self.pieces), self.reason))
 
     def _send_file(self, result: FileWrapper) -> bool:
         """A ``wsgi.file_wrapper`` of a regular file: answer with sendfile (a duplicate
@@ -350,7 +335,7 @@ class _Exchange:
             count = length
         dup = os.dup(fd)
         self.req.respond(Response(self.status, FileBody(dup, offset, count, CloseDescriptor, dup),
-                                  list(self.head.fields), reason=self.reason))
+                                  self.head.headers(), reason=self.reason))
         return True
 
     def failed(self) -> None:

@@ -147,6 +147,54 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
     assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
 
 
+def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
+    """An application that answers HEAD with an empty body says nothing of the GET's length:
+    a Content-Length of 0 would be wrong (RFC 9110 8.6). One that sends the body gets its
+    length, as a GET would; the connection goes on after either."""
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        aware = environ["REQUEST_METHOD"] == "HEAD" and environ["PATH_INFO"] == "/aware"
+        return [] if aware else [b"twelve bytes"]
+
+    address = run(rt, app)
+    for path, length in (("/aware", None), ("/plain", "12")):
+        r, data = get(address, "HEAD", path)
+        assert (r.status, data, r.getheader("content-length")) == (200, b"", length)
+        assert r.getheader("transfer-encoding") is None   # (nor a chunked coding for none)
+    for version in (b"1.1", b"1.0"):
+        both = raw(address, b"HEAD /aware HTTP/%s\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+                   % version + b"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        # (chunked: the validator's iterable is not known to be whole)
+        assert both.count(b" 200 OK\r\n") == 2 and both.endswith(b"twelve bytes\r\n0\r\n\r\n")
+
+
+def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
+    """Whole (a list) or streamed, a body is cut at its declared length, and one short of it
+    keeps that length and ends with a close: the client sees it cut short, never a
+    complete-looking answer."""
+    def app(environ, start_response):
+        length = "3" if environ["PATH_INFO"].endswith("/long") else "10"
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", length)])
+        pieces = [b"abc", b"def"]
+        return pieces if environ["PATH_INFO"].startswith("/whole") else iter(pieces)
+
+    # (the validator hands the server an iterator, never a list: the whole path goes without)
+    sink = mount(rt, app, threads=2, name="unvalidated")
+    address = serve(rt, ("127.0.0.1", 0), sink).address
+    rt.start()
+    for kind in ("/whole", "/streamed"):
+        long = raw(address, b"GET %s/long HTTP/1.1\r\nHost: x\r\n\r\n" % kind.encode())
+        assert long.endswith(b"Content-Length: 3\r\n\r\nabc")
+        c = http.client.HTTPConnection(*address, timeout=WAIT)
+        c.request("GET", f"{kind}/short")
+        r = c.getresponse()
+        assert r.getheader("content-length") == "10"
+        with pytest.raises(http.client.IncompleteRead) as cut:
+            r.read()
+        assert cut.value.partial == b"abcdef"
+        c.close()
+
+
 def test_the_application_stage_sheds_with_503(rt):
     address = run(rt, describe, predicate=lambda req: False)
     r, _ = get(address)
