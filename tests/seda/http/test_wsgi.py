@@ -171,9 +171,12 @@ def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
 def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
     """Whole (a list) or streamed, a body is cut at its declared length, and one short of it
     keeps that length and ends with a close: the client sees it cut short, never a
-    complete-looking answer."""
+    complete-looking answer. A 304's length is the GET's: it has no body to be short of."""
     def app(environ, start_response):
         length = "3" if environ["PATH_INFO"].endswith("/long") else "10"
+        if environ["PATH_INFO"] == "/not-modified":
+            start_response("304 Not Modified", [("ETag", '"a"'), ("Content-Length", length)])
+            return []
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", length)])
         pieces = [b"abc", b"def"]
         return pieces if environ["PATH_INFO"].startswith("/whole") else iter(pieces)
@@ -193,6 +196,11 @@ def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
             r.read()
         assert cut.value.partial == b"abcdef"
         c.close()
+    both = raw(address, b"GET /not-modified HTTP/1.1\r\nHost: x\r\n\r\n"
+                        b"GET /whole/long HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    not_modified, _, after = both.partition(b"\r\n\r\n")
+    assert not_modified.startswith(b"HTTP/1.1 304") and b"Content-Length: 10" in not_modified
+    assert b"close" not in not_modified.lower() and after.startswith(b"HTTP/1.1 200")
 
 
 def test_the_application_stage_sheds_with_503(rt):
