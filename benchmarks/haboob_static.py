@@ -1,10 +1,11 @@
 """Haboob beside nginx and uvicorn on the static workloads refbench's 1 KB file leaves out
-(issue 20): a 100 KB file, TLS with 1 KB and 1 MiB files, and a SPECweb99 file set larger than
-Haboob's page cache, so that its miss path works. Each server alone on core 0, wrk -t1 on
-core 1, keep-alive connections, every point repeated for medians.
+(issue 20): a 100 KB and a 1 MiB file, refbench's 1 KB file with a new connection for every
+request, TLS with 1 KB and 1 MiB files, and a SPECweb99 file set larger than Haboob's page
+cache, so that its miss path works. Each server alone on core 0, wrk -t1 on core 1,
+keep-alive connections (but for ``close``), every point repeated for medians.
 
     python -m benchmarks.haboob_static [--runs 5] [--seconds 6] [--conns 64,1024]
-        [--workloads 100k,tls-1k,tls-1m,specweb] [--servers nginx,uvicorn,haboob]
+        [--workloads 100k,1m,close,tls-1k,tls-1m,specweb] [--servers nginx,uvicorn,haboob]
         [--fileset-mb 2000] [--cache-mb 200] [--out DIR]
 
 The servers run as refbench.sh runs them: Haboob with its defaults over the files (``--root``),
@@ -65,10 +66,14 @@ class Workload:
     file: str | None                # the one file requested; None: the SPECweb99 mix
     size: int                       # its bytes
     servers: tuple[str, ...]        # the servers it applies to
+    close: bool = False             # each request on a new connection (Connection: close)
 
 
 WORKLOADS = {
     "100k": Workload("100 KB file", False, "100k.html", 100 * 1024, SERVERS),
+    "1m": Workload("1 MiB file", False, "1m.html", 2**20, SERVERS),
+    "close": Workload("1 KB file, a connection each", False, "1k.html", len(BODY), SERVERS,
+                      close=True),
     "tls-1k": Workload("TLS, 1 KB file", True, "1k.html", len(BODY), SERVERS),
     "tls-1m": Workload("TLS, 1 MiB file", True, "1m.html", 2**20, SERVERS),
     "specweb": Workload("SPECweb99 mix", False, None, 0, ("nginx", "haboob")),
@@ -210,7 +215,8 @@ def measure_server(name: str, key: str, site: Site, settings: Settings,
         for i, conns in enumerate(settings.conns, 1):
             counting = name == "haboob" and w.file is None
             before = miss_events(port) if counting else 0
-            m = wrk.measure(url, conns, settings.seconds, script, start=i * stride)
+            m = wrk.measure(url, conns, settings.seconds, script, start=i * stride,
+                            headers=("Connection: close",) if w.close else ())
             record = {"workload": key, "server": name, "conns": conns, **asdict(m)}
             if counting:
                 record["miss_events"] = miss_events(port) - before

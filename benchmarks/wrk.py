@@ -96,10 +96,12 @@ def distribution(url: str, conns: int, seconds: int, directory: Path,
 
 
 def measure(url: str, conns: int, seconds: int, script: Path | None = None,
-            start: int = 0) -> Measured:
-    """One run of ``wrk -t1`` on core ``CORE``, keep-alive; ``url`` may be https. With a
-    ``path_script``, its paths from index ``start`` on."""
+            start: int = 0, headers: tuple[str, ...] = ()) -> Measured:
+    """One run of ``wrk -t1`` on core ``CORE``, keep-alive (unless ``headers``, sent with
+    every request, say ``Connection: close``); ``url`` may be https. With a ``path_script``,
+    its paths from index ``start`` on."""
     tail = [url] if script is None else ["-s", str(script), url, "--", str(start)]
+    tail = [arg for header in headers for arg in ("-H", header)] + tail
     return _run(url, conns, seconds, tail)[0]
 
 

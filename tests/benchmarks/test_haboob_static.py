@@ -95,13 +95,13 @@ def test_a_tiny_run_measures_every_kind_of_workload(tmp_path: Path) -> None:
         pytest.skip(f"the real run needs {', '.join(missing)}")
     subprocess.run(
         [sys.executable, "-m", "benchmarks.haboob_static", "--runs", "1", "--seconds", "1",
-         "--conns", "8", "--warmup", "0", "--workloads", "100k,tls-1k,specweb",
+         "--conns", "8", "--warmup", "0", "--workloads", "100k,close,tls-1k,specweb",
          "--fileset-mb", "1", "--cache-mb", "1", "--out", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
     results = json.loads((tmp_path / "haboob_static.json").read_text())
     (run,) = results["runs"]
     measured = {(r["workload"], r["server"]): r for r in run}
-    assert set(measured) == {(w, s) for w in ("100k", "tls-1k") for s in
+    assert set(measured) == {(w, s) for w in ("100k", "close", "tls-1k") for s in
                              ("nginx", "uvicorn", "haboob")} | {("specweb", "nginx"),
                                                                ("specweb", "haboob")}
     for point, r in measured.items():
