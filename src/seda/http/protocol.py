@@ -85,6 +85,9 @@ class _Signal:
 
 
 CLOSE = _Signal("CLOSE")      # close the connection once what was sent before it is out
+# CLOSE, when the client has said it sends nothing more (its last request said close and came
+# whole): nothing to wait for, so the socket side closes without lingering, as nginx does
+HANG_UP = _Signal("HANG_UP")
 ABORT = _Signal("ABORT")      # drop the connection now: a response cannot be completed
 PAUSE = _Signal("PAUSE")      # stop reading: nothing more is wanted for now
 RESUME = _Signal("RESUME")    # read again
@@ -227,7 +230,7 @@ class ServerProtocol:
     GETs (see answers.py); with ``log`` every response also yields a ``Logged`` event."""
 
     __slots__ = (
-        "_body", "_body_size", "_discarded", "_expect", "_framing", "_head_bytes",
+        "_body", "_body_size", "_discarded", "_expect", "_framing", "_hang_up", "_head_bytes",
         "_head_limit", "_headers", "_host", "_keep", "_method", "_now", "_pipelined", "_plain",
         "_read_mark", "_reader", "_request", "_start", "_tail", "_taken", "_upgrade", "_url",
         "_version", "answers", "client", "connection", "continue_seq", "deadline", "heads",
@@ -285,6 +288,7 @@ class ServerProtocol:
         self._taken: _Head | None = None       # the head kept in ``parsed``, if it was
         self._expect = self._plain = self._upgrade = False
         self._keep = True
+        self._hang_up = False                  # the client said close: see HANG_UP
         self._method = b"GET"
         self._version = "1.1"
         self._framing: int | Dechunker = 0     # bytes of body still to come, or chunked
@@ -346,6 +350,8 @@ class ServerProtocol:
                 elif client is BODY or client is DISCARD:
                     data = self._body_data(data)
                 else:                          # DONE: nothing after it runs
+                    if self._hang_up:          # but it sends more: let its input end first
+                        self._linger()
                     break
         except _Refuse as refusal:
             self._refuse(refusal.response)
@@ -689,6 +695,9 @@ class ServerProtocol:
         if self.client is BODY:                # not closed meanwhile
             self.client = _CLIENT[BODY]["end"]  # inline _client(): the hot path
             if not self._keep or self.stopping:   # it said close: nothing after it runs
+                # (unless we stop, or its framing was suspect, chunked in HTTP/1.0: then the
+                # client may send more, and the close waits for its input to end)
+                self._hang_up = not self.stopping and type(framing) is int
                 self._stop(seq)
 
     def _make_request(self, body: bytes) -> HttpRequest:
@@ -957,7 +966,15 @@ class ServerProtocol:
         self._reconsider()
         if self.server is not CLOSED:
             self._server("close")
-            self.out.append(how)
+            self.out.append(HANG_UP if how is CLOSE and self._hang_up else how)
+
+    def _linger(self) -> None:
+        """The client sent more after saying close: the close waits for its input to end, lest
+        our last answer be lost to the reset a close over unread input makes (RFC 9112 9.6)."""
+        self._hang_up = False
+        out = self.out
+        if HANG_UP in out:
+            out[out.index(HANG_UP)] = CLOSE
 
     def _end_of_input(self) -> None:
         """The client has finished sending: answer what it asked, then close."""

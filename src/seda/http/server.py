@@ -26,6 +26,7 @@ from .limits import Limits
 from .protocol import (
     ABORT,
     CLOSE,
+    HANG_UP,
     PAUSE,
     RESUME,
     Logged,
@@ -159,8 +160,8 @@ class _HttpConnection:
                     protocol = self.protocol
                     self.wanted = ev is RESUME if protocol is None else protocol.wants_input
                     self._steer()
-                elif ev is CLOSE:
-                    conn.close()
+                elif ev is CLOSE or ev is HANG_UP:
+                    conn.close(linger=ev is CLOSE)
                 elif ev is ABORT:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way

@@ -79,7 +79,8 @@ class Connection:
 
     __slots__ = (
         "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
-        "closing", "connected", "data", "fd", "half_close", "lingering", "max_pending", "out",
+        "closing", "connected", "data", "fd", "half_close", "linger", "lingering", "max_pending",
+        "out",
         "overflow", "owner", "peer", "queued", "scheduled", "sock", "tls", "unsent", "written",
     )
 
@@ -101,6 +102,7 @@ class Connection:
         self.connected = False
         self.tls: TLSSession | None = None
         self.half_close = False            # on EOF: tell the owner, keep writing (see listen)
+        self.linger = True                 # close(): drain the peer's input first (_linger)
         self.lingering = False             # sent everything, draining input before closing
         self.data: Any = None              # for the owner: per-connection state of its own
         self.unsent = False                # closed with data still to send (the peer left)
@@ -197,10 +199,13 @@ class Connection:
         else:
             self._drained = (callback, low)
 
-    def close(self) -> None:
-        """Close once everything enqueued so far has been sent."""
+    def close(self, linger: bool = True) -> None:
+        """Close once everything enqueued so far has been sent; then drain what the peer still
+        sends until it closes too (``_linger``), unless ``linger`` is False: for an owner that
+        knows the peer sends nothing more."""
         if not self.closing:
             self.closing = True
+            self.linger = linger
             self.out.append(_CLOSE)
             if not self.scheduled:
                 self.scheduled = True
@@ -307,7 +312,10 @@ class Connection:
                         out.appendleft(item)
                         return
                     self._confirm()
-                    self._linger()
+                    if self.linger:
+                        self._linger()
+                    else:
+                        self._teardown()
                     return
                 elif isinstance(item, FileSegment):
                     if chunks and not self._send(_joined(chunks)):

@@ -24,6 +24,7 @@ from seda.http.protocol import (
     CLOSE,
     CLOSED,
     DONE,
+    HANG_UP,
     IDLE,
     PAUSE,
     RESUME,
@@ -69,7 +70,7 @@ class Conn:
 
     @property
     def closed(self) -> bool:
-        return CLOSE in self.events or ABORT in self.events
+        return CLOSE in self.events or HANG_UP in self.events or ABORT in self.events
 
 
 def get(path: str = "/", *extra: str) -> bytes:
@@ -269,6 +270,34 @@ def test_requests_pipelined_before_connection_close_are_answered_and_nothing_aft
     c.answer(reqs[0])
     assert c.statuses() == [200, 200] and c.events[-1] is CLOSE
     assert b"connection: close" in c.wire().split(b"HTTP/1.1")[-1]
+
+
+def test_a_client_that_said_close_is_hung_up_on_and_one_that_sends_more_waits():
+    """A client whose last request said close (HTTP/1.1 Connection: close, or HTTP/1.0 without
+    keep-alive) sends nothing more: the close need not wait for its input (HANG_UP). One that
+    sends more after it, or one we stop, gets a CLOSE: lest our last answer be lost to the
+    reset a close over unread input makes, its input is drained first (RFC 9112 9.6)."""
+    for said_close in (get("/a", "Connection: close"), b"GET /a HTTP/1.0\r\n\r\n",
+                       post("/a", b"body", "Connection: close")):
+        c = Conn()
+        (req,) = c.send(said_close)
+        c.answer(req)
+        assert c.events[-1] is HANG_UP and CLOSE not in c.events
+    more = Conn()
+    (req,) = more.send(get("/a", "Connection: close") + b"GET /b")
+    more.answer(req)
+    assert more.events[-1] is CLOSE and HANG_UP not in more.events
+    ready = Conn(answers=ready_answers("/f"))    # answered at once, then more follows
+    assert ready.send(get("/f", "Connection: close")) == [ready.wire(), HANG_UP]
+    again = Conn(answers=ready_answers("/f"))
+    again.send(get("/f", "Connection: close") + get("/f"))
+    assert again.statuses() == [200] and again.events[-1] is CLOSE
+    assert HANG_UP not in again.events
+    stopped = Conn()
+    (req,) = stopped.send(get("/a"))
+    stopped.p.stop(stopped.now)
+    stopped.answer(req)
+    assert stopped.events[-1] is CLOSE
 
 
 def test_requests_before_a_bad_one_are_answered_in_order_then_the_400():

@@ -617,6 +617,39 @@ def test_a_lingering_connection_is_closed_once_its_time_is_up(rt, monkeypatch):
             c.close()
 
 
+def test_a_close_without_lingering_waits_for_nothing_from_the_peer(rt, monkeypatch):
+    """``close(linger=False)``, for an owner that knows the peer sends nothing more: what was
+    sent arrives, then the end, and the connection is closed (and its owner told) while the
+    peer still holds its side open, where a lingering one would wait for the peer to close."""
+    monkeypatch.setattr(sockets, "LINGER", 60.0)        # a lingering close would not end here
+    seen = Recorder()
+
+    class HangUp(seda.EventHandler):
+        def init(self, ctx):
+            self.seen = ctx.runtime.sink("seen")
+
+        def handle_event(self, ev):
+            if type(ev) is Connected:
+                ev.conn.enqueue(b"bye")
+                ev.conn.close(linger=False)
+            else:
+                self.seen.enqueue(ev)
+
+    rt.add_stage("seen", seen, blocking=False)
+    rt.add_stage("hang-up", HangUp(), blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("hang-up"))
+    rt.start()
+    clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(3)]
+    try:
+        for c in clients:
+            assert recv_exactly(c, 3) == b"bye" and c.recv(10) == b""
+        assert all(type(ev) is Closed for ev in seen.wait(3))   # the peers are still open
+        assert rt.timer.pending() == 0                           # and nothing lingers
+    finally:
+        for c in clients:
+            c.close()
+
+
 class CountingEpoll:
     """Stands in for the loop's epoll object, noting each change to what it watches."""
 
