@@ -317,12 +317,13 @@ class EventLoop:
             with contextlib.suppress(OSError):   # closed unwatched: the kernel forgot it
                 self._epoll.modify(fd, self._mask(fd, callbacks))
 
-    def unwatch(self, fileobj: FileDescriptorLike) -> None:
+    def unwatch(self, fileobj: FileDescriptorLike, closing: bool = False) -> None:
         """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and
-        then its writer takes two."""
+        then its writer takes two; none if ``closing``, for a descriptor about to be closed
+        (and never duplicated): its closing ends its watch in the kernel."""
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         self._edge.discard(fd)
-        if self._watched.pop(fd, None) is not None:
+        if self._watched.pop(fd, None) is not None and not closing:
             with contextlib.suppress(OSError):   # already closed: the kernel forgot it
                 self._epoll.unregister(fd)
 

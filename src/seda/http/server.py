@@ -26,6 +26,7 @@ from .limits import Limits
 from .protocol import (
     ABORT,
     CLOSE,
+    CLOSED,
     HANG_UP,
     PAUSE,
     RESUME,
@@ -123,24 +124,29 @@ class _HttpConnection:
     def _run(self, events: list[Output]) -> None:
         """Carry out what the protocol said, in order."""
         conn = self.conn
-        if len(events) == 1 and type(events[0]) is bytes:
-            # One answer and nothing else, the usual: to the kernel at once. Several (answers
-            # to pipelined requests) go through the write stage, which joins them in one send.
+        n = len(events)
+        if n and type(events[0]) is bytes and (n == 1 or type(events[1]) is not bytes):
+            # One answer, the usual (perhaps with news after it: its close): to the kernel at
+            # once. Several (answers to pipelined requests) go through the write stage, which
+            # joins them in one send.
             try:
-                if conn.send(events[0]):
+                if conn.send(events[0]) and n == 1:
                     return                     # all of it went: nothing waits in memory
             except SinkError:                  # closed under us: its Closed event is on its way
                 return
+            if n > 1:
+                self._carry_out(events, 1)
         else:
             self._carry_out(events)
         if conn.pending > OUTPUT_LIMIT:
             self._steer()
 
-    def _carry_out(self, events: list[Output]) -> None:
+    def _carry_out(self, events: list[Output], start: int = 0) -> None:
+        """Carry out ``events`` from index ``start`` on."""
         conn = self.conn
         ev: Any                                # told apart by ``kind``, which mypy cannot follow
         try:
-            for ev in events:
+            for ev in events[start:] if start else events:
                 kind = type(ev)
                 if kind is bytes or kind is FileSegment:
                     conn.enqueue(ev)
@@ -161,7 +167,7 @@ class _HttpConnection:
                     self.wanted = ev is RESUME if protocol is None else protocol.wants_input
                     self._steer()
                 elif ev is CLOSE or ev is HANG_UP:
-                    conn.close(linger=ev is CLOSE)
+                    conn.finish(linger=ev is CLOSE)
                 elif ev is ABORT:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
@@ -212,11 +218,15 @@ class _HttpConnection:
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send; while
         it does not keep up, be told when it has drained."""
-        conn = self.conn
+        conn, protocol = self.conn, self.protocol
         if conn.closing or self.tunnel is not None:   # (a tunnel steers its own reading)
             return
+        if protocol is not None and protocol.server is CLOSED and conn.pending <= OUTPUT_LIMIT:
+            # its close is next, all sent: a pause would cost an epoll call for nothing (the
+            # close reads on while it lingers, or closes the socket, which ends its watch)
+            return
         behind = conn.pending > OUTPUT_LIMIT
-        want = self.wanted and self.protocol is not None and not behind
+        want = self.wanted and protocol is not None and not behind
         if want is not self.reading:
             self.reading = want
             if want:

@@ -211,6 +211,21 @@ class Connection:
                 self.scheduled = True
                 self._layer.write_put(self)
 
+    def finish(self, linger: bool = True) -> None:
+        """``close(linger)``, from the loop thread: with nothing queued (all was ``send``-ed),
+        the usual case of a last answer, the socket closes now, as the write stage would close
+        it after this round, without the hop."""
+        if self.out or self._buffer is not None or not self.connected or self.closing \
+                or self.tls is not None:       # (TLS: its closing bytes go the write stage's way)
+            self.close(linger)
+            return
+        self.closing = True
+        self._confirm()
+        if linger:
+            self._linger()
+        else:
+            self._teardown()
+
     def abort(self, error: BaseException | None = None) -> None:
         """Close now, dropping whatever is still queued."""
         self.closing = True
@@ -468,6 +483,8 @@ class Listener:
                  options: dict[str, Any]) -> None:
         self._layer, self.sock, self.owner, self.options = layer, sock, owner, options
         self.address = sock.getsockname()
+        # its connections are TCP's: read once (socket.family converts to an enum each time)
+        self.tcp = sock.family in (socket.AF_INET, socket.AF_INET6)
         self.accepted = 0
         self.emfile = 0                    # times the process ran out of descriptors
         self.closed = False
@@ -738,9 +755,18 @@ class SocketLayer:
         done.wait(1.0)
 
     def accept(self, listener: Listener) -> None:
-        """Drain the accept backlog (up to ACCEPT_BATCH); never stall, never spin."""
+        """Drain the accept backlog (up to ACCEPT_BATCH); never stall, never spin. What was
+        accepted is read in this round, not after the next poll: a client sends its request
+        as soon as it is connected, so it is usually there already (and if not, the poll
+        reports it when it comes; one it finds read already it does not report)."""
         if listener.closed:
             return
+        try:
+            self._accept_batch(listener)
+        finally:
+            self._queue_reads()
+
+    def _accept_batch(self, listener: Listener) -> None:
         for _ in range(ACCEPT_BATCH):
             try:
                 sock, peer = listener.sock.accept()
@@ -757,7 +783,8 @@ class SocketLayer:
                 log.error("listener %r: accept failed: %s", listener, exc)
                 return
             listener.accepted += 1
-            self._adopt(sock, peer, listener.owner, listener.options, server_side=True)
+            self._adopt(sock, peer, listener.owner, listener.options, server_side=True,
+                        tcp=listener.tcp)
 
     def _out_of_descriptors(self, listener: Listener) -> None:
         """EMFILE: accept the waiting connection with the spare descriptor and close it at once
@@ -811,14 +838,16 @@ class SocketLayer:
         self.loop.add_writer(conn.fd, writable)
 
     def _adopt(self, sock: socket.socket, peer: Any, owner: Sink, options: dict[str, Any],
-               server_side: bool) -> None:
+               server_side: bool, tcp: bool) -> None:
         sock.setblocking(False)
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
+        if tcp:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(self, sock, owner, peer, options["max_pending"], options["overflow"])
         conn.half_close = options["half_close"]
         self.connections.add(conn)
         self._established(conn, options, server_side)
+        if not conn.closed:
+            self._readable.append(conn)          # read at once (see accept)
 
     def _established(self, conn: Connection, options: dict[str, Any],
                      server_side: bool) -> None:
@@ -857,7 +886,7 @@ class SocketLayer:
             self.rt.timer.schedule(lingering[0][0] - now, self.listen_sink, _SWEEP)
 
     def forget(self, conn: Connection) -> None:
-        """``conn`` is closed: the layer and the loop let go of it."""
+        """``conn`` is closing (its socket next): the layer and the loop let go of it."""
         self.connections.discard(conn)
         conn._writing = False
-        self.loop.unwatch(conn.fd)
+        self.loop.unwatch(conn.fd, closing=True)
