@@ -124,18 +124,22 @@ class _HttpConnection:
     def _run(self, events: list[Output]) -> None:
         """Carry out what the protocol said, in order."""
         conn = self.conn
-        n = len(events)
-        if n and type(events[0]) is bytes and (n == 1 or type(events[1]) is not bytes):
-            # One answer, the usual (perhaps with news after it: its close): to the kernel at
-            # once. Several (answers to pipelined requests) go through the write stage, which
-            # joins them in one send.
+        if len(events) == 1 and type(events[0]) is bytes:
+            # One answer and nothing else, the usual: to the kernel at once. Several (answers
+            # to pipelined requests) go through the write stage, which joins them in one send.
             try:
-                if conn.send(events[0]) and n == 1:
+                if conn.send(events[0]):
                     return                     # all of it went: nothing waits in memory
             except SinkError:                  # closed under us: its Closed event is on its way
                 return
-            if n > 1:
-                self._carry_out(events, 1)
+        elif events and type(events[0]) is bytes and type(events[1]) is not bytes:
+            # one answer with news after it (its close, as a rule): the answer goes at once
+            # too, so that a close after it finds nothing left to send (Connection.finish)
+            try:
+                conn.send(events[0])
+            except SinkError:
+                return
+            self._carry_out(events, 1)
         else:
             self._carry_out(events)
         if conn.pending > OUTPUT_LIMIT:
