@@ -80,8 +80,8 @@ class Connection:
     __slots__ = (
         "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
         "closing", "connected", "data", "fd", "half_close", "linger", "lingering", "max_pending",
-        "out",
-        "overflow", "owner", "peer", "queued", "scheduled", "sock", "tls", "unsent", "written",
+        "out", "overflow", "owner", "peer", "queued", "scheduled", "sock", "tls", "unsent",
+        "written",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Sink, peer: Any,
@@ -213,8 +213,8 @@ class Connection:
 
     def finish(self, linger: bool = True) -> None:
         """``close(linger)``, from the loop thread: with nothing queued (all was ``send``-ed),
-        the usual case of a last answer, the socket closes now, as the write stage would close
-        it after this round, without the hop."""
+        the usual case after a last answer, the close begins now, as the write stage would
+        begin it after this round, without the hop."""
         if self.out or self._buffer is not None or not self.connected or self.closing \
                 or self.tls is not None:       # (TLS: its closing bytes go the write stage's way)
             self.close(linger)
