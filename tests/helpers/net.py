@@ -40,3 +40,19 @@ def until(value: Callable[[], Any], ok: Callable[[Any], bool]) -> Any:
         assert time.monotonic() < deadline, v
         time.sleep(0.01)
     return v
+
+
+def check_head_lengths(address, last: bytes) -> None:
+    """The answers to HEAD of an application that answers ``/aware``'s HEAD with an empty body
+    and ``/plain``'s with its 12-byte body: no length it does not know for the first (a
+    Content-Length of 0 would be wrong, RFC 9110 8.6), the GET's for the second, and no
+    chunked coding for either; the connection goes on after both, HTTP/1.0 keep-alive too.
+    ``last``: how the wire ends after ``GET /plain``, the body's framing included."""
+    for path, length in (("/aware", None), ("/plain", "12")):
+        r, data = fetch(address, path, method="HEAD")
+        assert (r.status, data, r.getheader("content-length")) == (200, b"", length)
+        assert r.getheader("transfer-encoding") is None
+    for version in (b"1.1", b"1.0"):
+        both = raw(address, b"HEAD /aware HTTP/%s\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+                   % version + b"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert both.count(b" 200 OK\r\n") == 2 and both.endswith(last)

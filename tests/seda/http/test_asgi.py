@@ -20,7 +20,7 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
-from tests.helpers.net import raw
+from tests.helpers.net import check_head_lengths, raw
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -357,20 +357,7 @@ def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
         body = b"" if scope["method"] == "HEAD" and scope["path"] == "/aware" else b"twelve bytes"
         await answer(send, body=body)
 
-    address = run(rt, app)
-    for path, length in (("/aware", None), ("/plain", "12")):
-        r, data = get(address, "HEAD", path)
-        assert (r.status, data, r.getheader("content-length")) == (200, b"", length)
-        assert r.getheader("transfer-encoding") is None   # (nor a chunked coding for none)
-    # the connection goes on, HTTP/1.0 keep-alive too: a HEAD's answer is never ended by a close
-    for version in (b"1.1", b"1.0"):
-        with socket.create_connection(address, timeout=WAIT) as s:
-            s.sendall(b"HEAD /aware HTTP/%s\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
-                      % version + b"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            both = b""
-            while chunk := s.recv(65536):
-                both += chunk
-        assert both.count(b" 200 OK\r\n") == 2 and both.endswith(b"twelve bytes")
+    check_head_lengths(run(rt, app), b"twelve bytes")
 
 
 def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
