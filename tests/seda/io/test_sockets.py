@@ -30,6 +30,7 @@ from seda.io import (
 )
 
 from tests.helpers import WAIT, certs
+from tests.helpers.net import until
 from tests.helpers.recorder import Recorder
 
 
@@ -661,6 +662,68 @@ class CountingEpoll:
             self.calls.append((name, fd))
             return getattr(self.epoll, name)(fd, *args)
         return call
+
+
+def test_a_new_connection_is_read_in_the_round_that_accepts_it(rt):
+    """A client sends its request as soon as it is connected: what the listener accepts is
+    read at once, not after another poll reports it readable."""
+    seen = Recorder()
+    rt.loop._epoll = counting = CountingEpoll(rt.loop._epoll)
+
+    class Reader(seda.EventHandler):
+        def init(self, ctx):
+            self.seen = ctx.runtime.sink("seen")
+
+        def handle_event(self, ev):            # each with the polls made before it
+            self.seen.enqueue((ev, sum(name == "poll" for name, _ in counting.calls)))
+
+    rt.add_stage("seen", seen, blocking=False)
+    rt.add_stage("reader", Reader(), blocking=False)
+    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("reader"))
+    try:
+        with socket.create_connection(listener.address, timeout=WAIT) as c:
+            c.sendall(b"hello")                # in the kernel before the loop first looks
+            rt.start()
+            (connected, accepted_after), (packet, read_after) = seen.wait(2)
+    finally:
+        rt.loop._epoll = counting.epoll        # (the loop's own, for its stop to close)
+    assert type(connected) is Connected and packet.data == b"hello"
+    assert read_after == accepted_after       # no poll between the accept and the read
+
+
+def test_finish_closes_at_once_what_has_nothing_left_to_send(rt):
+    """On the loop thread, after an answer the kernel took whole (``send``), ``finish`` closes
+    without the write stage's hop; with something still queued, it closes after it."""
+    conns, seen = [], Recorder()
+
+    class Keep(seda.EventHandler):
+        def handle_event(self, ev):
+            if type(ev) is Connected:
+                conns.append(ev.conn)
+
+    rt.add_stage("seen", seen, blocking=False)
+    rt.add_stage("keep", Keep(), blocking=False)
+    layer = SocketLayer.of(rt)
+    listener = layer.listen(("127.0.0.1", 0), rt.sink("keep"))
+    rt.start()
+    with socket.create_connection(listener.address, timeout=WAIT) as a, \
+            socket.create_connection(listener.address, timeout=WAIT) as b:
+        until(lambda: len(conns), lambda n: n == 2)
+        done = threading.Event()
+
+        def on_the_loop():
+            first, second = conns
+            seen.handle_events([(first.send(b"bye"), first.finish(linger=False), first.closed)])
+            second.enqueue(b"later")           # queued for the write stage
+            second.finish(linger=False)
+            seen.handle_events([second.closed])
+            done.set()
+
+        layer.call(on_the_loop)
+        assert done.wait(WAIT)
+        assert seen.events == [(True, None, True), False]
+        assert recv_exactly(a, 3) == b"bye" and a.recv(10) == b""
+        assert recv_exactly(b, 5) == b"later" and b.recv(10) == b""
 
 
 def test_closing_a_connection_that_waits_to_write_unwatches_it_at_once(rt):
