@@ -3,7 +3,7 @@
 # make arashi: the Arashi web mail demo (two users, generated mail) on 127.0.0.1:8080.
 # The interpreter .venv is made with: the system's CPython where it is 3.11 or newer and can make
 # a venv (a distribution's build, compiled with PGO and LTO, and linked statically by Debian:
-# Haboob serves 4-9 % more requests on it than on pyenv's default build, docs/benchmarks.md),
+# Haboob serves 3-9 % more requests on it than on pyenv's default build, docs/benchmarks.md),
 # else python3 from PATH. make PYTHON=... chooses another; an existing .venv is kept.
 SYSTEM_PYTHON := $(shell /usr/bin/python3 -c 'import sys, ensurepip, venv; \
   print(sys.version_info >= (3, 11))' 2>/dev/null)
