@@ -319,8 +319,9 @@ class EventLoop:
 
     def unwatch(self, fileobj: FileDescriptorLike, closing: bool = False) -> None:
         """Stop calling anything for ``fileobj``: one epoll call, where removing its reader and
-        then its writer takes two; none if ``closing``, for a descriptor about to be closed
-        (and never duplicated): its closing ends its watch in the kernel."""
+        then its writer takes two; none if ``closing``, for a descriptor about to be closed:
+        its closing ends its watch in the kernel (once no copy of it is left: a child between
+        fork and exec holds one for a moment)."""
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         self._edge.discard(fd)
         if self._watched.pop(fd, None) is not None and not closing:

@@ -202,7 +202,7 @@ class Connection:
     def close(self, linger: bool = True) -> None:
         """Close once everything enqueued so far has been sent; then drain what the peer still
         sends until it closes too (``_linger``), unless ``linger`` is False: for an owner that
-        knows the peer sends nothing more."""
+        knows the peer sends nothing more (one that did all the same is lingered for)."""
         if not self.closing:
             self.closing = True
             self.linger = linger
@@ -220,11 +220,9 @@ class Connection:
             self.close(linger)
             return
         self.closing = True
+        self.linger = linger
         self._confirm()
-        if linger:
-            self._linger()
-        else:
-            self._teardown()
+        self._end()
 
     def abort(self, error: BaseException | None = None) -> None:
         """Close now, dropping whatever is still queued."""
@@ -327,10 +325,7 @@ class Connection:
                         out.appendleft(item)
                         return
                     self._confirm()
-                    if self.linger:
-                        self._linger()
-                    else:
-                        self._teardown()
+                    self._end()
                     return
                 elif isinstance(item, FileSegment):
                     if chunks and not self._send(_joined(chunks)):
@@ -423,6 +418,23 @@ class Connection:
         self._buffer = None
         self._watch_writes(False)
         return True
+
+    def _end(self) -> None:
+        """All is sent: close, lingering (``_linger``) unless the owner said the peer sends
+        nothing more (``close(linger=False)``) and it has indeed sent nothing left unread: a
+        peer that said it was done and sent more all the same (while reading was paused, say)
+        would have the close turned into a reset."""
+        if self.linger or self._unread():
+            self._linger()
+        else:
+            self._teardown()
+
+    def _unread(self) -> bool:
+        """Whether the peer's input holds bytes not read yet (a look: nothing is taken)."""
+        try:
+            return bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:                        # (BlockingIOError: there is nothing)
+            return False
 
     def _linger(self) -> None:
         """Close without losing what was just sent. Closing a socket whose peer's input is

@@ -594,3 +594,30 @@ def test_a_request_watching_for_its_client_hears_when_it_goes(rt):
     until(lambda: list(heard), lambda h: h == ["/watch"])
     requests[1].on_gone(lambda: heard.append("late"))
     assert heard == ["/watch", "late"]
+
+
+def test_bytes_sent_after_saying_close_do_not_reset_the_answer(rt):
+    """A client that said close and sent more all the same while its answer was being made
+    (a stray CRLF after a POST body, as old browsers sent, RFC 9112 2.2): reading was paused,
+    so those bytes are unread when the answer is done, and a close over them would be a reset
+    that destroys the answer's tail. The close lingers for them instead."""
+    got, go = threading.Event(), threading.Event()
+
+    class Big(seda.EventHandler):
+        def handle_event(self, req):
+            got.set()
+            assert go.wait(WAIT)
+            req.respond(Response(200, b"x" * 200_000))
+
+    rt.add_stage("app", Big())
+    address = serve(rt, ("127.0.0.1", 0), rt.sink("app")).address
+    rt.start()
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(b"POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc")
+        assert got.wait(WAIT)                     # read, and reading paused
+        s.sendall(b"\r\n")                      # after it said close (HTTP/1.0)
+        go.set()
+        data = b""
+        while chunk := s.recv(65536):             # (ConnectionResetError if it reset)
+            data += chunk
+    assert data.startswith(b"HTTP/1.0 200") and data.endswith(b"\r\n\r\n" + b"x" * 200_000)
