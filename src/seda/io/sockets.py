@@ -80,8 +80,8 @@ class Connection:
     __slots__ = (
         "_buffer", "_completions", "_drained", "_layer", "_reader", "_writing", "closed",
         "closing", "connected", "data", "fd", "half_close", "linger", "lingering", "max_pending",
-        "out", "overflow", "owner", "peer", "queued", "scheduled", "sock", "tls", "unsent",
-        "written",
+        "out", "overflow", "owner", "paused", "peer", "queued", "scheduled", "sock", "tls",
+        "unsent", "written",
     )
 
     def __init__(self, layer: SocketLayer, sock: socket.socket, owner: Sink, peer: Any,
@@ -104,6 +104,7 @@ class Connection:
         self.half_close = False            # on EOF: tell the owner, keep writing (see listen)
         self.linger = True                 # close(): drain the peer's input first (_linger)
         self.lingering = False             # sent everything, draining input before closing
+        self.paused = False                # pause_reading: input may wait unread (see _end)
         self.data: Any = None              # for the owner: per-connection state of its own
         self.unsent = False                # closed with data still to send (the peer left)
         self._buffer: Any = None           # what a partial send left: memoryview or FileSegment
@@ -235,10 +236,12 @@ class Connection:
         """Stop reading until ``resume_reading`` (loop thread): the owner is behind."""
         if not self.closed and self._reader is not None:
             self._layer.loop.remove_reader(self.fd)
+            self.paused = True
 
     def resume_reading(self) -> None:
         if not self.closed and self._reader is not None:
             self._layer.loop.add_reader(self.fd, self._reader, edge=True)
+            self.paused = False
 
     def _receive(self) -> bytes | None:
         """Read once: the bytes for the owner (``b""`` once a half-closing peer has stopped
@@ -422,9 +425,12 @@ class Connection:
     def _end(self) -> None:
         """All is sent: close, lingering (``_linger``) unless the owner said the peer sends
         nothing more (``close(linger=False)``) and it has indeed sent nothing left unread: a
-        peer that said it was done and sent more all the same (while reading was paused, say)
-        would have the close turned into a reset."""
-        if self.linger or self._unread():
+        peer that said it was done and sent more all the same would have the close turned
+        into a reset. Input waits unread while reading is paused (else it is read as it comes,
+        but for what came since this round's reads), so only then is it looked for: a system
+        call, and an exception when there is none, that a connection per request would
+        otherwise pay each time."""
+        if self.linger or (self.paused and self._unread()):
             self._linger()
         else:
             self._teardown()
