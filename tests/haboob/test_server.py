@@ -19,7 +19,7 @@ from haboob.server import Options, build
 from seda.io import SocketLayer, open_nowait
 
 from tests.helpers import WAIT, certs
-from tests.helpers.net import fetch, raw
+from tests.helpers.net import ask, fetch, raw
 from tests.helpers.net import until as polled
 
 
@@ -85,13 +85,9 @@ def test_a_connection_per_request_costs_one_epoll_change(site):
         assert fetch(address, "/index.html")[1] == b"<h1>home</h1>"   # cached from now on
         polled(lambda: len(open_now), lambda n: n == 0)   # (that connection's end, lingering)
         before = len(counting.changes)
-        for _ in range(3):                     # (the client never half-closes: a FIN seen
-            #                                        with its data would rearm the descriptor)
-            with socket.create_connection(address, timeout=WAIT) as c:
-                c.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                got = b""
-                while chunk := c.recv(65536):
-                    got += chunk
+        for _ in range(3):                     # (never half-closing: a FIN seen with the
+            #                                        request would rearm the descriptor)
+            got = ask(address, b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"<h1>home</h1>")
         polled(lambda: len(open_now), lambda n: n == 0)
         changes = counting.changes[before:]

@@ -22,6 +22,17 @@ def raw(address, data: bytes, timeout: float = WAIT) -> bytes:
         return out
 
 
+def ask(address, data: bytes, timeout: float = WAIT) -> bytes:
+    """``raw`` without half-closing our side first: send ``data``, then read until the server
+    closes (a client that keeps its side open, as a browser does, for a server's own close)."""
+    with socket.create_connection(address, timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
 def fetch(address, path: str, headers: dict | None = None, method: str = "GET"):
     """One request on a connection of its own: (the response, its body)."""
     c = http.client.HTTPConnection(*address, timeout=WAIT)

@@ -16,7 +16,7 @@ import pytest
 from seda.http import Limits, kept, mount, serve
 
 from tests.helpers import WAIT
-from tests.helpers.net import check_head_lengths, raw
+from tests.helpers.net import ask, check_head_lengths, raw
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -139,11 +139,7 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
     address = run(rt, app)
     r, data = get(address, "HEAD")
     assert r.status == 200 and data == b""
-    with socket.create_connection(address, timeout=WAIT) as s:
-        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-        out = b""
-        while chunk := s.recv(4096):
-            out += chunk
+    out = ask(address, b"GET / HTTP/1.0\r\n\r\n")
     assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
 
 
