@@ -30,6 +30,7 @@ from seda.io import (
 )
 
 from tests.helpers import WAIT, certs
+from tests.helpers.epoll import CountingEpoll
 from tests.helpers.net import until
 from tests.helpers.recorder import Recorder
 
@@ -649,19 +650,6 @@ def test_a_close_without_lingering_waits_for_nothing_from_the_peer(rt, monkeypat
     finally:
         for c in clients:
             c.close()
-
-
-class CountingEpoll:
-    """Stands in for the loop's epoll object, noting each change to what it watches."""
-
-    def __init__(self, epoll) -> None:
-        self.epoll, self.calls = epoll, []
-
-    def __getattr__(self, name):
-        def call(fd, *args):
-            self.calls.append((name, fd))
-            return getattr(self.epoll, name)(fd, *args)
-        return call
 
 
 def test_a_new_connection_is_read_in_the_round_that_accepts_it(rt):
