@@ -3,7 +3,7 @@ work per request on a machine whose timings wander by 2x between runs.
 
     python -m benchmarks.haboob_instructions [--conns 64] [--seconds 8] [--src DIR]
                                             [--app MODULE:NAME] [--keep FILE]
-                                            [--syscalls] [--tls]
+                                            [--syscalls] [--tls] [--close]
 
 With ``--app module:name`` the same is measured for a WSGI or ASGI application answering ``/``
 (Haboob tells which, as it does when serving one); ``--keep FILE`` keeps the callgrind output
@@ -11,7 +11,8 @@ for ``callgrind_annotate``. ``--tls`` serves it over TLS, and leaves out the han
 wrk's connections (made afresh for the measured run, a few million instructions each: too many
 for the few thousand requests valgrind allows). ``--syscalls`` counts system calls and context
 switches per request instead (``perf stat`` on the server, no valgrind): the cost of the hops
-between threads, which callgrind does not see.
+between threads, which callgrind does not see. ``--close`` sends ``Connection: close`` with
+every request: the cost of a connection's whole life, accept to close.
 
 Haboob runs under ``valgrind --tool=callgrind`` on core 0 with instrumentation off. After a
 warm-up, instrumentation is switched on for one wrk run on core 1, off again, and the count is
@@ -57,7 +58,8 @@ def site(app: str | None, work: Path, tls: bool = False) -> tuple[list[str], str
 
 
 def measure(src: Path, app: str | None, conns: int, seconds: int,
-            keep: Path | None = None, tls: bool = False) -> tuple[int, int]:
+            keep: Path | None = None, tls: bool = False,
+            headers: tuple[str, ...] = ()) -> tuple[int, int]:
     """(instructions, requests) of one measured run: the 1 KB file, or ``app`` (a WSGI or ASGI
     app, module:name, importable from this checkout) at ``/``."""
     with tempfile.TemporaryDirectory(prefix="haboob-instr-") as tmp:
@@ -70,10 +72,10 @@ def measure(src: Path, app: str | None, conns: int, seconds: int,
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
             url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
-            wrk.measure(url, conns, 2)                  # warm: the cache, the code paths
+            wrk.measure(url, conns, 2, headers=headers)   # warm: the cache, the code paths
             control = ["callgrind_control", str(proc.pid)]
             subprocess.run([*control, "--instr=on"], check=True, capture_output=True)
-            requests = wrk.measure(url, conns, seconds).requests
+            requests = wrk.measure(url, conns, seconds, headers=headers).requests
             subprocess.run([*control, "--instr=off"], check=True, capture_output=True)
             subprocess.run([*control, "--dump"], check=True, capture_output=True)
             dumps = sorted(work.glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
@@ -103,7 +105,8 @@ SYSCALL_EVENTS = {"raw_syscalls:sys_enter": "system calls", "syscalls:sys_enter_
 
 
 def count_syscalls(src: Path, app: str | None, conns: int, seconds: int,
-                   tls: bool = False) -> tuple[dict[str, dict[str, int]], int]:
+                   tls: bool = False, headers: tuple[str, ...] = ()
+                   ) -> tuple[dict[str, dict[str, int]], int]:
     """({"socket loop" | "other threads": {event: count}}, requests) of one wrk run, counted by
     ``perf stat --per-thread``. The socket loop is the thread that sends."""
     with tempfile.TemporaryDirectory(prefix="haboob-sys-") as tmp:
@@ -114,10 +117,10 @@ def count_syscalls(src: Path, app: str | None, conns: int, seconds: int,
         env = dict(os.environ, PYTHONPATH=f"{src}:{REPO}")
         with server(cmd, port, env) as proc:
             url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
-            wrk.measure(url, conns, 2)                  # warm, as for the instructions
+            wrk.measure(url, conns, 2, headers=headers)   # warm, as for the instructions
             perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-o", str(out),
                                      "-e", ",".join(SYSCALL_EVENTS), "-p", str(proc.pid)])
-            requests = wrk.measure(url, conns, seconds).requests
+            requests = wrk.measure(url, conns, seconds, headers=headers).requests
             perf.send_signal(signal.SIGINT)
             perf.wait(30)
         threads: dict[str, dict[str, int]] = {}
@@ -143,14 +146,17 @@ def main() -> None:
     parser.add_argument("--tls", action="store_true", help="over TLS (a throwaway certificate)")
     parser.add_argument("--syscalls", action="store_true",
                         help="count system calls and context switches instead (perf stat)")
+    parser.add_argument("--close", action="store_true",
+                        help="a new connection for every request (Connection: close)")
     args = parser.parse_args()
+    headers = ("Connection: close",) if args.close else ()
     tools = ("perf", "wrk") if args.syscalls else ("valgrind", "callgrind_control", "wrk")
     for tool in tools:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is needed (apt-get install valgrind linux-perf wrk)")
     if args.syscalls:
         counts, requests = count_syscalls(args.src.resolve(), args.app, args.conns,
-                                          args.seconds, args.tls)
+                                          args.seconds, args.tls, headers)
         print(f"{args.src}: {requests} requests ({args.conns} connections), per request:")
         for event, label in SYSCALL_EVENTS.items():
             loop, other = (counts[t].get(event, 0) / requests for t in counts)
@@ -158,7 +164,7 @@ def main() -> None:
                   f"other threads {other:.2f})")
         return
     total, requests = measure(args.src.resolve(), args.app, args.conns, args.seconds,
-                              args.keep, args.tls)
+                              args.keep, args.tls, headers)
     print(f"{args.src}: {requests} requests, {total:,} instructions, "
           f"{total // requests:,} per request ({args.conns} connections)")
 
