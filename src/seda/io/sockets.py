@@ -479,16 +479,19 @@ class Connection:
         self.closed = self.closing = True
         self._layer.forget(self)
         self._reader = None                    # it holds us: freed now, not by the collector
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105  (not suppress(): three calls more, on every close)
             self.sock.close()
-        self.unsent = self._buffer is not None or any(item is not _CLOSE for item in self.out)
-        # what will never be sent is done with all the same: its owners may release it
-        abandoned = [(i.done, i.tag) for i in self.out
-                     if isinstance(i, (Send, FileSegment)) and i.done is not None]
-        self.out.clear()
+        except OSError:
+            pass
+        out = self.out
+        self.unsent = self._buffer is not None or any(item is not _CLOSE for item in out)
+        if out:
+            # what will never be sent is done with all the same: its owners may release it
+            self._completions.extend((i.done, i.tag) for i in out
+                                     if isinstance(i, (Send, FileSegment)) and i.done is not None)
+            out.clear()
         self._buffer = None
         self._drained = None
-        self._completions.extend(abandoned)
         self._confirm()
         event = Closed(self, error) if self.connected else Failed(self, error or ConnectionError())
         self.owner.enqueue_lossy(event)
@@ -501,8 +504,6 @@ class Listener:
                  options: dict[str, Any]) -> None:
         self._layer, self.sock, self.owner, self.options = layer, sock, owner, options
         self.address = sock.getsockname()
-        # its connections are TCP's: read once (socket.family converts to an enum each time)
-        self.tcp = sock.family in (socket.AF_INET, socket.AF_INET6)
         self.accepted = 0
         self.emfile = 0                    # times the process ran out of descriptors
         self.closed = False
@@ -701,12 +702,17 @@ class SocketLayer:
                ssl_context: ssl.SSLContext | None = None, reuse_port: bool = False,
                max_pending: int | None = MAX_PENDING, overflow: str = "reject",
                half_close: bool = False, sock: socket.socket | None = None) -> Listener:
-        """Listen on ``address`` (or on an already bound ``sock``); ``Connected`` events for new
-        connections, then their packets and closes, go to ``owner``. With ``half_close``, a
-        peer that stops sending yields an empty ``Packet`` and the connection stays open for
-        writing until the owner closes it; without, it is closed at once."""
+        """Listen on ``address`` (or on an already bound ``sock``: ``bind_socket``'s accepts
+        faster); ``Connected`` events for new connections, then their packets and closes, go
+        to ``owner``. With ``half_close``, a peer that stops sending yields an empty
+        ``Packet`` and the connection stays open for writing until the owner closes it;
+        without, it is closed at once."""
         if sock is None:
             sock = bind_socket(address, reuse_port=reuse_port)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            # (Nagle off.) Accepted connections inherit it (Linux, the BSDs): one system call
+            # for them all, not one each
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.listen(backlog)
         sock.setblocking(False)
         options = {"ssl": ssl_context, "max_pending": max_pending, "overflow": overflow,
@@ -801,8 +807,7 @@ class SocketLayer:
                 log.error("listener %r: accept failed: %s", listener, exc)
                 return
             listener.accepted += 1
-            self._adopt(sock, peer, listener.owner, listener.options, server_side=True,
-                        tcp=listener.tcp)
+            self._adopt(sock, peer, listener.owner, listener.options, server_side=True)
 
     def _out_of_descriptors(self, listener: Listener) -> None:
         """EMFILE: accept the waiting connection with the spare descriptor and close it at once
@@ -856,10 +861,8 @@ class SocketLayer:
         self.loop.add_writer(conn.fd, writable)
 
     def _adopt(self, sock: socket.socket, peer: Any, owner: Sink, options: dict[str, Any],
-               server_side: bool, tcp: bool) -> None:
+               server_side: bool) -> None:
         sock.setblocking(False)
-        if tcp:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(self, sock, owner, peer, options["max_pending"], options["overflow"])
         conn.half_close = options["half_close"]
         self.connections.add(conn)

@@ -56,3 +56,25 @@ def _open_sockets() -> int:
         with contextlib.suppress(FileNotFoundError):
             count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
     return count
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])
+def test_accept_gives_what_the_standard_accept_gives(timeout):
+    """The bound socket's own accept (it skips remaking enums) answers as socket.accept does:
+    a socket of the listener's family and type, blocking, and the peer's address."""
+    with bind_socket(("127.0.0.1", 0)) as sock, socket.socket() as plain:
+        plain.bind(("127.0.0.1", 0))
+        for listener in (sock, plain):
+            listener.listen()
+            listener.settimeout(timeout)
+        got = []
+        for listener in (sock, plain):
+            with socket.create_connection(listener.getsockname()) as client:
+                accepted, peer = listener.accept()
+                with accepted:
+                    assert peer == client.getsockname()
+                    assert accepted.getpeername() == peer
+                    got.append((type(accepted), accepted.family, accepted.type,
+                                accepted.proto, accepted.gettimeout(), accepted.getblocking()))
+        assert got[0] == got[1] == (socket.socket, socket.AF_INET, socket.SOCK_STREAM,
+                                    plain.proto, None, True)

@@ -158,6 +158,27 @@ def test_connected_and_closed_events_and_server_side_close(rt):
         conn.enqueue(b"late")
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_accepted_connections_do_not_block_and_send_small_writes_at_once(rt, host):
+    """Nagle's algorithm is off for every accepted connection (set once, on the listener,
+    whose connections inherit it) and each socket is made like its listener's."""
+    try:
+        socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else
+                             socket.AF_INET).close()
+    except OSError:
+        pytest.skip(f"no {host} on this machine")
+    seen = Recorder()
+    rt.add_stage("owner", seen, blocking=False)
+    listener = SocketLayer.of(rt).listen((host, 0), rt.sink("owner"))
+    rt.start()
+    with socket.create_connection(listener.address[:2], timeout=WAIT) as c:
+        conn = seen.wait(1)[0].conn
+        assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        assert conn.sock.getblocking() is False
+        assert (conn.sock.family, conn.sock.type) == (c.family, socket.SOCK_STREAM)
+        assert conn.peer == c.getsockname()
+
+
 def test_peer_close_is_reported(echo):
     handler, listener = echo
     socket.create_connection(listener.address, timeout=WAIT).close()
