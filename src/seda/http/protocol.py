@@ -949,11 +949,12 @@ class ServerProtocol:
         """Read nothing more; the answer to ``last`` is the final one."""
         self._client("stop")
         self.parser = None
-        self._reconsider()
         if self.last_seq is None or last < self.last_seq:
             self.last_seq = last
         if self.send_seq == self.next_seq and self.streaming is None:
             self._close()
+        else:
+            self._reconsider()                 # (PAUSE: nothing is read while answers wait)
 
     def _close(self, how: _Signal = CLOSE) -> None:
         """Close the connection after what was emitted (CLOSE) or at once (ABORT)."""
@@ -963,7 +964,9 @@ class ServerProtocol:
             self._reader.finish(BodyError(400, "the connection closed"))
             self._reader = self._request = None
         self.parser = None
-        self._reconsider()
+        # No PAUSE before the close: the socket side reads on only to drain the client's
+        # input while it lingers, and a pause it would undo costs it a system call or two.
+        self.wants_input = False
         if self.server is not CLOSED:
             self._server("close")
             self.out.append(HANG_UP if how is CLOSE and self._hang_up else how)

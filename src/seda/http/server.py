@@ -26,7 +26,6 @@ from .limits import Limits
 from .protocol import (
     ABORT,
     CLOSE,
-    CLOSED,
     HANG_UP,
     PAUSE,
     RESUME,
@@ -224,10 +223,6 @@ class _HttpConnection:
         it does not keep up, be told when it has drained."""
         conn, protocol = self.conn, self.protocol
         if conn.closing or self.tunnel is not None:   # (a tunnel steers its own reading)
-            return
-        if protocol is not None and protocol.server is CLOSED and conn.pending <= OUTPUT_LIMIT:
-            # its close is next, all sent: a pause would cost an epoll call for nothing (the
-            # close reads on while it lingers, or closes the socket, which ends its watch)
             return
         behind = conn.pending > OUTPUT_LIMIT
         want = self.wanted and protocol is not None and not behind

@@ -903,6 +903,20 @@ def test_reading_pauses_while_a_body_waits_unread_and_resumes_when_drained():
     assert c.events[-1] is RESUME
 
 
+def test_a_close_needs_no_pause_before_it_but_waiting_for_the_last_answer_does():
+    """Once the client has said close nothing more is read. While its answer is owed, a PAUSE
+    says so; the close itself says it too, and no PAUSE goes before it (the socket side would
+    only undo it, to drain the client's input while the close lingers)."""
+    ready = Conn(answers=ready_answers("/f"))
+    ready.send(get("/f", "Connection: close"))
+    assert ready.events == [ready.wire(), HANG_UP] and not ready.p.wants_input
+    c = Conn()
+    (req,) = c.send(get("/a", "Connection: close"))
+    assert c.events[-1] is PAUSE
+    c.answer(req)
+    assert c.events[-1] is HANG_UP and c.events.count(PAUSE) == 1 and RESUME not in c.events
+
+
 def test_no_question_of_reading_on_the_common_request():
     c = Conn()
     for _ in range(3):
