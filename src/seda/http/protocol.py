@@ -241,13 +241,13 @@ class ServerProtocol:
 
     def __init__(self, limits: Limits | None = None, connection: Any = None, *,
                  answers: dict[bytes, ReadyAnswer] | None = None,
-                 heads: dict[bytes, tuple[bytes, str]] | None = None,
+                 heads: dict[bytes, tuple[bytes, str, bool]] | None = None,
                  parsed: dict[bytes, _Head] | None = None, log: bool = False,
                  peer: Any = None, scheme: str = "http", stats: ServerStats | None = None,
                  wake: Callable[[], None] = lambda: None, now: float = 0.0) -> None:
         self.limits = limits or Limits()
         self.connection, self.answers, self.log = connection, answers, log
-        # Heads that got a ready answer, whole, as they came (-> their target and version),
+        # Heads that got a ready answer, whole, as they came (-> target, version, keep-alive),
         # shared by every connection of a server with the same ``answers`` and limits: the
         # same bytes parse to the same request, so a head seen before skips llhttp and the
         # fields and goes straight to its answer, while that answer is fresh.
@@ -341,6 +341,8 @@ class ServerProtocol:
         if self.client is IDLE and len(data) <= _HEAD_KEPT_MAX and self.heads:
             seen = self.heads.get(data)        # the usual: the packet is one head seen before
             if seen is not None and self._answer_at_once(*seen):
+                if not seen[2]:
+                    self._said_close()
                 return out
         try:
             while data:
@@ -375,6 +377,8 @@ class ServerProtocol:
                 # packet, see receive), or parsed before
                 seen = self.heads.get(whole) if self.heads else None
                 if seen is not None and self._answer_at_once(*seen):
+                    if not seen[2]:
+                        self._said_close()
                     return data[end + 4:]
                 known = self.parsed.get(whole)
                 if known is not None:          # (whole: no head deadline; a body sets its own)
@@ -729,11 +733,11 @@ class ServerProtocol:
         kept in ``heads`` if the answer goes at once (else ``b""``)."""
         url, keep = self._url, self._keep
         if self._answer_at_once(url, self._version, keep):
-            if head and keep and len(head) <= _HEAD_KEPT_MAX:
+            if head and len(head) <= _HEAD_KEPT_MAX:
                 heads = self.heads
                 if len(heads) >= _HEADS_KEPT:  # (full of heads seen once: start again)
                     heads.clear()
-                heads[head] = (url, self._version)
+                heads[head] = (url, self._version, keep)
             return True                        # (if it said close, _complete closes)
         ready = self.answers.get(url)  # type: ignore[union-attr]  # _plain implies answers
         if ready is None or (self._now >= ready.fresh_until and ready.lapsed(self._now)):
@@ -749,6 +753,13 @@ class ServerProtocol:
             self._reconsider()
         self._answer(seq, (ready.response, request, False, keep, self._version == "1.0"))
         return True
+
+    def _said_close(self) -> None:
+        """The head just answered at once from ``heads`` said close: as ``_complete`` would
+        have it, nothing after it is read, and a client that sends nothing more is hung up on
+        (HANG_UP; bytes after it make it wait for the client's input to end, see _linger)."""
+        self._hang_up = True
+        self._stop(self.send_seq - 1)
 
     def _answer_at_once(self, target: bytes, version: str, keep: bool = True) -> bool:
         """Send the ready answer for ``target`` to the request just read, if it is fresh and

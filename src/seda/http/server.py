@@ -347,7 +347,7 @@ class _HttpServer(EventHandler):
     def __init__(self, sink: Dispatch, limits: Limits, log: Sink | None = None,
                  answers: dict[bytes, ReadyAnswer] | None = None) -> None:
         self.sink, self.limits, self.log, self.answers = sink, limits, log, answers
-        self.heads: dict[bytes, tuple[bytes, str]] = {}   # (ServerProtocol.heads)
+        self.heads: dict[bytes, tuple[bytes, str, bool]] = {}   # (ServerProtocol.heads)
         self.parsed: dict[bytes, Any] = {}                 # (ServerProtocol.parsed)
         self.connections: dict[Connection, _HttpConnection] = {}
         self.counts = ServerStats()

@@ -642,15 +642,37 @@ def test_a_kept_head_whose_answer_went_stale_goes_to_the_application():
     assert type(req) is HttpRequest and req.path == "/f"
 
 
-@pytest.mark.parametrize("how", ["in pieces", "close", "pipelined", "logged", "body"])
+@pytest.mark.parametrize("head", [get("/f", "Connection: close"), b"GET /f HTTP/1.0\r\n\r\n"])
+def test_a_kept_head_that_said_close_is_answered_without_being_parsed_and_closes(
+        head, monkeypatch):
+    """A connection per request (a client that says close, or HTTP/1.0 without keep-alive)
+    is answered from the heads kept, as a keep-alive client is, and still closes: at once
+    when nothing follows, once the client's input ends when more does (RFC 9112 9.6)."""
+    answers, heads = ready_answers("/f"), {}
+    first = Conn(answers=answers, heads=heads)
+    first.send(head)
+    parsed = []
+    head_parse = ServerProtocol._head
+    monkeypatch.setattr(ServerProtocol, "_head",
+                        lambda p, data: parsed.append(data) or head_parse(p, data))
+    again = Conn(answers=answers, heads=heads)
+    again.send(head)
+    assert parsed == [] and again.events[-1] is HANG_UP and again.closed
+    assert undated(again.wire()) == undated(first.wire())
+    assert b"connection: close" in again.wire() and answers[b"/f"].hits == 2
+    assert again.send(get("/f")) == [] and again.statuses() == [200]   # nothing more is read
+    more = Conn(answers=answers, heads=heads)
+    more.send(head + get("/f"))
+    assert more.statuses() == [200] and more.events[-1] is CLOSE and HANG_UP not in more.events
+
+
+@pytest.mark.parametrize("how", ["in pieces", "pipelined", "logged", "body"])
 def test_heads_kept_are_only_those_answered_alone_at_once_on_a_connection_that_goes_on(how):
     heads: dict = {}
     c = Conn(answers=ready_answers("/f"), heads=heads, log=how == "logged")
     if how == "in pieces":
         c.send(get("/f")[:10])
         c.send(get("/f")[10:])
-    elif how == "close":
-        c.send(get("/f", "Connection: close"))
     elif how == "pipelined":                         # the first is answered after /slow's
         c.send(get("/slow") + get("/f"))
     elif how == "logged":                            # each answer must make its Logged event
