@@ -774,8 +774,8 @@ class ServerProtocol:
         self._version = version
         ready.hits += 1
         response = ready.response
-        if keep and version == "1.1":
-            self.out.append(response.whole(self._now))
+        if version == "1.1":
+            self.out.append(response.whole(self._now) if keep else response.closing(self._now))
         else:
             self.out += response.encode(False, keep, version == "1.0")[0]
         self.stats.statuses[response.status] += 1
@@ -1055,8 +1055,9 @@ class ServerProtocol:
         hold, as for ``Unsent``). A body being read or sent is ended with an error."""
         self.stats.dropped += self.next_seq - self.send_seq
         self.client, self.server = DONE, CLOSED
-        unsent = [entry[0] for entry in self.ready.values()]
-        self.ready.clear()
+        ready = self.ready
+        unsent = [entry[0] for entry in ready.values()] if ready else []
+        ready.clear()
         if self.streaming is not None:
             self.streaming[0].broken()
             self.streaming = None

@@ -215,12 +215,14 @@ class Prepared:
     """A response whose headers were encoded once (a page cache's entry): per request only the
     status line, the Date and, if needed, a Connection header are added."""
 
-    __slots__ = ("_date", "_whole", "body", "head", "status")
+    __slots__ = ("_closing", "_closing_date", "_date", "_whole", "body", "head", "status")
 
     def __init__(self, status: int, head: bytes, body: bytes = b"") -> None:
         self.status, self.head, self.body = status, head, body
         self._date: bytes | None = None       # the Date line ``_whole`` was made with
         self._whole = b""                     # this second's keep-alive HTTP/1.1 answer to GET
+        self._closing_date: bytes | None = None   # the same for ``_closing``
+        self._closing = b""                   # this second's head of ``closing``
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         if keep_alive and not (http10 or head_only):
@@ -243,6 +245,19 @@ class Prepared:
             self._whole = b"".join((start, self.head, b"\r\n", self.body))
             self._date = date
         return self._whole
+
+    def closing(self, now: float) -> bytes:
+        """The answer to an HTTP/1.1 GET that said close (a connection per request), as
+        ``whole`` makes it, with ``connection: close``: its head is made once a second and the
+        body joined to it each time (kept once, not twice, for the clients of either kind)."""
+        if now >= _stale_at:
+            _renew()
+        date, starts = _second
+        if date is not self._closing_date:
+            start = starts.get(self.status) or _start_line(self.status, date, starts)
+            self._closing = b"".join((start, b"connection: close\r\n", self.head, b"\r\n"))
+            self._closing_date = date
+        return self._closing + self.body
 
 
 class AnswerHead(NamedTuple):

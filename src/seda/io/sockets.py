@@ -484,8 +484,9 @@ class Connection:
         except OSError:
             pass
         out = self.out
-        self.unsent = self._buffer is not None or any(item is not _CLOSE for item in out)
+        self.unsent = self._buffer is not None
         if out:
+            self.unsent = self.unsent or any(item is not _CLOSE for item in out)
             # what will never be sent is done with all the same: its owners may release it
             self._completions.extend((i.done, i.tag) for i in out
                                      if isinstance(i, (Send, FileSegment)) and i.done is not None)

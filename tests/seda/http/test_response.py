@@ -66,3 +66,10 @@ def test_a_prepared_answer_carries_the_date_of_the_second_it_is_sent_in(monkeypa
     assert answer.whole(clock.monotonic()) is first
     clock.advance(0.2)                                 # the next one, told by the monotonic clock
     assert b"date: Sun, 09 Sep 2001 01:46:41 GMT\r\n" in answer.whole(clock.monotonic())
+    # to a request that said close: the same, with the close said, as encode() makes it
+    closing = answer.closing(clock.monotonic())
+    assert closing == answer.encode(False, False, False)[0][0]
+    assert closing.startswith(b"HTTP/1.1 200 OK\r\ndate: Sun, 09 Sep 2001 01:46:41 GMT\r\n")
+    assert b"\r\nconnection: close\r\n" in closing and closing.endswith(b"\r\n\r\nhi")
+    clock.advance(1.0)
+    assert b"01:46:42 GMT" in answer.closing(clock.monotonic())
