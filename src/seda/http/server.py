@@ -170,7 +170,9 @@ class _HttpConnection:
                     self.wanted = ev is RESUME if protocol is None else protocol.wants_input
                     self._steer()
                 elif ev is CLOSE or ev is HANG_UP:
-                    conn.finish(linger=ev is CLOSE)
+                    if conn.finish(linger=ev is CLOSE):   # closed now: no Closed event comes
+                        self.server.connections.pop(conn, None)
+                        self.lost()
                 elif ev is ABORT:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way

@@ -212,18 +212,20 @@ class Connection:
                 self.scheduled = True
                 self._layer.write_put(self)
 
-    def finish(self, linger: bool = True) -> None:
+    def finish(self, linger: bool = True) -> bool:
         """``close(linger)``, from the loop thread: with nothing queued (all was ``send``-ed),
         the usual case after a last answer, the close begins now, as the write stage would
-        begin it after this round, without the hop."""
+        begin it after this round, without the hop. True if the connection closed there and
+        then: the owner, told so, gets no ``Closed`` event for it (a connection per request
+        saves an event's round); else the event comes once it has closed."""
         if self.out or self._buffer is not None or not self.connected or self.closing \
                 or self.tls is not None:       # (TLS: its closing bytes go the write stage's way)
             self.close(linger)
-            return
+            return False
         self.closing = True
         self.linger = linger
         self._confirm()
-        self._end()
+        return self._end(tell=False)
 
     def abort(self, error: BaseException | None = None) -> None:
         """Close now, dropping whatever is still queued."""
@@ -422,18 +424,19 @@ class Connection:
         self._watch_writes(False)
         return True
 
-    def _end(self) -> None:
+    def _end(self, tell: bool = True) -> bool:
         """All is sent: close, lingering (``_linger``) unless the owner said the peer sends
         nothing more (``close(linger=False)``) and it has indeed sent nothing left unread: a
         peer that said it was done and sent more all the same would have the close turned
         into a reset. Input waits unread while reading is paused (else it is read as it comes,
         but for what came since this round's reads), so only then is it looked for: a system
         call, and an exception when there is none, that a connection per request would
-        otherwise pay each time."""
+        otherwise pay each time. True if it closed now (with ``tell``, its owner is told)."""
         if self.linger or (self.paused and self._unread()):
             self._linger()
-        else:
-            self._teardown()
+            return False
+        self._teardown(tell=tell)
+        return True
 
     def _unread(self) -> bool:
         """Whether the peer's input holds bytes not read yet (a look: nothing is taken)."""
@@ -473,7 +476,8 @@ class Connection:
             else:
                 self._layer.loop.remove_writer(self.fd)
 
-    def _teardown(self, error: BaseException | None = None) -> None:
+    def _teardown(self, error: BaseException | None = None, tell: bool = True) -> None:
+        """Close now; ``Closed`` (``Failed`` if it never connected) to the owner if ``tell``."""
         if self.closed:
             return
         self.closed = self.closing = True
@@ -494,8 +498,9 @@ class Connection:
         self._buffer = None
         self._drained = None
         self._confirm()
-        event = Closed(self, error) if self.connected else Failed(self, error or ConnectionError())
-        self.owner.enqueue_lossy(event)
+        if tell:
+            self.owner.enqueue_lossy(
+                Closed(self, error) if self.connected else Failed(self, error or ConnectionError()))
 
 
 class Listener:

@@ -220,6 +220,19 @@ def test_an_answer_to_a_connection_the_socket_layer_just_closed_is_let_go(rt):
     until(lambda: rt.stats()["http"]["handler"]["connections"], lambda open_: open_ == 0)
 
 
+def test_connections_closed_at_once_are_let_go_though_no_closed_event_follows(rt):
+    """A client that said close is hung up on the moment its answer is sent, and the socket
+    layer then sends no Closed event (Connection.finish said it closed): the HTTP stage lets
+    go of each connection there and then, whichever thread answered it."""
+    address = start(rt, threads=2)
+    for version, target in ((b"1.1", b"/status/200"), (b"1.0", b"/wait/1")) * 10:
+        out = raw(address, b"GET " + target + b" HTTP/" + version + b"\r\nHost: x\r\n"
+                  b"Connection: close\r\n\r\n")
+        assert statuses(out) == [200]
+    until(lambda: rt.stats()["http"]["handler"]["connections"], lambda open_: open_ == 0)
+    assert rt.stats()["http"]["errors"] == 0
+
+
 def test_a_rejected_request_gets_503_at_once_and_the_connection_lives(rt):
     address = start(rt, predicate=lambda req: req.path != "/echo")
     out = raw(address, b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -702,13 +702,16 @@ def test_a_new_connection_is_read_in_the_round_that_accepts_it(rt):
 
 def test_finish_closes_at_once_what_has_nothing_left_to_send(rt):
     """On the loop thread, after an answer the kernel took whole (``send``), ``finish`` closes
-    without the write stage's hop; with something still queued, it closes after it."""
-    conns, seen = [], Recorder()
+    without the write stage's hop, and says so: the owner gets no Closed event for it. With
+    something still queued, it closes after it, and the owner is told with a Closed event."""
+    conns, closed, seen = [], Recorder(), Recorder()
 
     class Keep(seda.EventHandler):
         def handle_event(self, ev):
             if type(ev) is Connected:
                 conns.append(ev.conn)
+            else:
+                closed.handle_events([ev])
 
     rt.add_stage("seen", seen, blocking=False)
     rt.add_stage("keep", Keep(), blocking=False)
@@ -724,15 +727,16 @@ def test_finish_closes_at_once_what_has_nothing_left_to_send(rt):
             first, second = conns
             seen.handle_events([(first.send(b"bye"), first.finish(linger=False), first.closed)])
             second.enqueue(b"later")           # queued for the write stage
-            second.finish(linger=False)
-            seen.handle_events([second.closed])
+            seen.handle_events([(second.finish(linger=False), second.closed)])
             done.set()
 
         layer.call(on_the_loop)
         assert done.wait(WAIT)
-        assert seen.events == [(True, None, True), False]
+        assert seen.events == [(True, True, True), (False, False)]
         assert recv_exactly(a, 3) == b"bye" and a.recv(10) == b""
         assert recv_exactly(b, 5) == b"later" and b.recv(10) == b""
+        (ev,) = closed.wait(1)                 # the second's close only
+        assert type(ev) is Closed and ev.conn is conns[1] and ev.error is None
 
 
 def test_closing_a_connection_that_waits_to_write_unwatches_it_at_once(rt):
