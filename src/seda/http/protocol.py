@@ -958,7 +958,7 @@ class ServerProtocol:
 
     def _stop(self, last: int) -> None:
         """Read nothing more; the answer to ``last`` is the final one."""
-        self._client("stop")
+        self.client = _CLIENT[self.client]["stop"]   # inline _client(): every connection's end
         self.parser = None
         if self.last_seq is None or last < self.last_seq:
             self.last_seq = last
@@ -979,7 +979,7 @@ class ServerProtocol:
         # input while it lingers, and a pause it would undo costs it a system call or two.
         self.wants_input = False
         if self.server is not CLOSED:
-            self._server("close")
+            self.server = _SERVER[self.server]["close"]   # inline _server(), as in _stop
             self.out.append(HANG_UP if how is CLOSE and self._hang_up else how)
 
     def _linger(self) -> None:

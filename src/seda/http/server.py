@@ -57,7 +57,7 @@ class _HttpConnection:
 
     __slots__ = ("conn", "gone", "protocol", "reading", "server", "tunnel", "wanted", "watchers")
 
-    def __init__(self, server: _HttpServer, conn: Connection) -> None:
+    def __init__(self, server: _HttpServer, conn: Connection, now: float) -> None:
         self.server, self.conn = server, conn
         self.reading = True                    # the socket is being read
         self.wanted = True                     # the protocol wants it read (PAUSE / RESUME)
@@ -70,7 +70,7 @@ class _HttpConnection:
             server.limits, self, answers=server.answers, heads=server.heads,
             parsed=server.parsed, log=server.log is not None,
             peer=conn.peer, scheme="http" if conn.tls is None else "https", stats=server.counts,
-            wake=self._wake_reading, now=time.monotonic())
+            wake=self._wake_reading, now=now)
 
     def feed(self, data: bytes, now: float) -> None:
         if self.tunnel is not None:
@@ -379,7 +379,7 @@ class _HttpServer(EventHandler):
             elif kind is _Write:
                 ev.run()
             elif kind is Connected:
-                self._connected(ev.conn)
+                self._connected(ev.conn, now)
             elif kind is Closed or kind is Failed:
                 state = connections.pop(ev.conn, None)
                 if state is not None:
@@ -392,14 +392,14 @@ class _HttpServer(EventHandler):
                 for state in list(connections.values()):
                     state.stop()
 
-    def _connected(self, conn: Connection) -> None:
+    def _connected(self, conn: Connection, now: float) -> None:
         if len(self.connections) >= self.limits.max_connections:
             self.counts.refused += 1
             self.counts.statuses[503] += 1
             conn.enqueue(self._busy)
             conn.close()
         else:
-            self.connections[conn] = _HttpConnection(self, conn)
+            self.connections[conn] = _HttpConnection(self, conn, now)
 
     def stats(self) -> dict[str, Any]:
         """Open connections, responses by status, and requests that went wrong: shed (503 at
