@@ -210,13 +210,14 @@ def measure_server(name: str, key: str, site: Site, settings: Settings,
     with server(cmd, port, env):
         if w.tls and name not in tls:
             tls[name] = negotiated(port)
-        if settings.warmup:
-            wrk.measure(url, 16, settings.warmup, script)
+        headers = ("Connection: close",) if w.close else ()
+        if settings.warmup:                  # (as measured: a server may keep what it saw)
+            wrk.measure(url, 16, settings.warmup, script, headers=headers)
         for i, conns in enumerate(settings.conns, 1):
             counting = name == "haboob" and w.file is None
             before = miss_events(port) if counting else 0
             m = wrk.measure(url, conns, settings.seconds, script, start=i * stride,
-                            headers=("Connection: close",) if w.close else ())
+                            headers=headers)
             record = {"workload": key, "server": name, "conns": conns, **asdict(m)}
             if counting:
                 record["miss_events"] = miss_events(port) - before
