@@ -171,8 +171,7 @@ class _HttpConnection:
                     self._steer()
                 elif ev is CLOSE or ev is HANG_UP:
                     if conn.finish(linger=ev is CLOSE):   # closed now: no Closed event comes
-                        self.server.connections.pop(conn, None)
-                        self.lost()
+                        self.server.let_go(conn)
                 elif ev is ABORT:
                     conn.abort(RuntimeError("the response could not be completed"))
         except SinkError:                      # closed under us: its Closed event is on its way
@@ -223,11 +222,11 @@ class _HttpConnection:
     def _steer(self) -> None:
         """Read while the protocol wants more and the socket keeps up with what we send; while
         it does not keep up, be told when it has drained."""
-        conn, protocol = self.conn, self.protocol
+        conn = self.conn
         if conn.closing or self.tunnel is not None:   # (a tunnel steers its own reading)
             return
         behind = conn.pending > OUTPUT_LIMIT
-        want = self.wanted and protocol is not None and not behind
+        want = self.wanted and self.protocol is not None and not behind
         if want is not self.reading:
             self.reading = want
             if want:
@@ -381,9 +380,7 @@ class _HttpServer(EventHandler):
             elif kind is Connected:
                 self._connected(ev.conn, now)
             elif kind is Closed or kind is Failed:
-                state = connections.pop(ev.conn, None)
-                if state is not None:
-                    state.lost()
+                self.let_go(ev.conn)
             elif kind is _Tick:
                 for state in list(connections.values()):
                     state.tick(now)
@@ -391,6 +388,12 @@ class _HttpServer(EventHandler):
             elif kind is Stopping:
                 for state in list(connections.values()):
                     state.stop()
+
+    def let_go(self, conn: Connection) -> None:
+        """``conn`` has closed (a Closed event, or its owner's ``finish``): forget its state."""
+        state = self.connections.pop(conn, None)
+        if state is not None:
+            state.lost()
 
     def _connected(self, conn: Connection, now: float) -> None:
         if len(self.connections) >= self.limits.max_connections:

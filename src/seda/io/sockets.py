@@ -224,7 +224,6 @@ class Connection:
             return False
         self.closing = True
         self.linger = linger
-        self._confirm()
         return self._end(tell=False)
 
     def abort(self, error: BaseException | None = None) -> None:
@@ -329,7 +328,6 @@ class Connection:
                     if chunks and not self._send(_joined(chunks)):
                         out.appendleft(item)
                         return
-                    self._confirm()
                     self._end()
                     return
                 elif isinstance(item, FileSegment):
@@ -432,6 +430,7 @@ class Connection:
         but for what came since this round's reads), so only then is it looked for: a system
         call, and an exception when there is none, that a connection per request would
         otherwise pay each time. True if it closed now (with ``tell``, its owner is told)."""
+        self._confirm()
         if self.linger or (self.paused and self._unread()):
             self._linger()
             return False

@@ -593,22 +593,28 @@ def test_closing_with_unread_input_still_delivers_the_last_bytes(rt):
 
 
 class Closer(seda.EventHandler):
-    """Closes every connection as soon as it is up; tells ``seen`` of the rest."""
+    """Closes every connection as soon as it is up, after sending ``say`` (lingering or not, as
+    ``linger`` says); tells ``seen`` of the rest."""
+
+    def __init__(self, say: bytes = b"", linger: bool = True) -> None:
+        self.say, self.linger = say, linger
 
     def init(self, ctx):
         self.seen = ctx.runtime.sink("seen")
 
     def handle_event(self, ev):
         if type(ev) is Connected:
-            ev.conn.close()
+            if self.say:
+                ev.conn.enqueue(self.say)
+            ev.conn.close(linger=self.linger)
         else:
             self.seen.enqueue(ev)
 
 
-def closer(rt) -> tuple[Recorder, sockets.Listener]:
+def closer(rt, say: bytes = b"", linger: bool = True) -> tuple[Recorder, sockets.Listener]:
     seen = Recorder()
     rt.add_stage("seen", seen, blocking=False)
-    rt.add_stage("closer", Closer(), blocking=False)
+    rt.add_stage("closer", Closer(say, linger), blocking=False)
     listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("closer"))
     rt.start()
     return seen, listener
@@ -645,23 +651,7 @@ def test_a_close_without_lingering_waits_for_nothing_from_the_peer(rt, monkeypat
     sent arrives, then the end, and the connection is closed (and its owner told) while the
     peer still holds its side open, where a lingering one would wait for the peer to close."""
     monkeypatch.setattr(sockets, "LINGER", 60.0)        # a lingering close would not end here
-    seen = Recorder()
-
-    class HangUp(seda.EventHandler):
-        def init(self, ctx):
-            self.seen = ctx.runtime.sink("seen")
-
-        def handle_event(self, ev):
-            if type(ev) is Connected:
-                ev.conn.enqueue(b"bye")
-                ev.conn.close(linger=False)
-            else:
-                self.seen.enqueue(ev)
-
-    rt.add_stage("seen", seen, blocking=False)
-    rt.add_stage("hang-up", HangUp(), blocking=False)
-    listener = SocketLayer.of(rt).listen(("127.0.0.1", 0), rt.sink("hang-up"))
-    rt.start()
+    seen, listener = closer(rt, say=b"bye", linger=False)
     clients = [socket.create_connection(listener.address, timeout=WAIT) for _ in range(3)]
     try:
         for c in clients:
