@@ -60,7 +60,7 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 # the wish to close (Response.encode reads it).
 _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
                          b"transfer-encoding", b"upgrade"})
-_NOTED = _HOP_BY_HOP | {b"content-length", b"connection"}   # the fields the server acts on
+_NOTED = _HOP_BY_HOP | {b"content-length", b"connection", b"date"}   # what the server acts on
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
@@ -115,7 +115,7 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
     """Check an application's header fields and make their header lines; raises ValueError
     for a field the server cannot send (a line break in it, a Content-Length not a number),
     TypeError for one not bytes-like. The head's fields are bytes, whatever was sent."""
-    length, connection, hop, plain = None, False, False, True
+    length, special, dropped, plain = None, False, False, True
     for name, value in fields:
         if type(name) is not bytes or type(value) is not bytes:
             plain = False
@@ -125,20 +125,24 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
                 digits = value if type(value) is bytes else bytes(memoryview(value))
                 if not digits.isdigit():       # (int() would take "-1", " 1" or "1_0")
                     raise ValueError(f"bad Content-Length {digits[:32]!r}")
+                if length is not None:         # said twice: once, or a client could misread
+                    if int(digits) != length:
+                        raise ValueError(f"two Content-Lengths, {length} and {int(digits)}")
+                    dropped = True
                 length = int(digits)
-            elif lower == b"connection":
-                connection = True
+            elif lower == b"connection" or lower == b"date":
+                special = True
             else:
-                hop = True
+                dropped = True
     if not plain:                              # memoryviews and the like: bytes, as sent
         fields = tuple((bytes(memoryview(n)), bytes(memoryview(v))) for n, v in fields)
-    if hop:                                    # the server's own fields go
-        fields = tuple(f for f in fields if f[0].lower() not in _HOP_BY_HOP)
+    if dropped:                                # the server's own fields go, and repeats
+        fields = responses.fields_to_send(fields, _HOP_BY_HOP)
     # the header lines, joined in C, and checked in one pass (response.SENDABLE_BYTES)
     lines = b"\r\n".join(map(b": ".join, fields)) + b"\r\n" if fields else b""
     if lines.count(b"\n") != len(fields) or not SENDABLE_BYTES.fullmatch(lines):
         raise unsendable(fields)
-    return AnswerHead(fields, lines, length, connection)
+    return AnswerHead(fields, lines, length, special)
 
 
 class AsgiHandler(EventHandler):
@@ -249,7 +253,7 @@ class _Exchange:
         self.status: int | None = None         # set by http.response.start
         self.head = NO_HEAD                    # the application's fields, once started
         self.head_only = req.method == "HEAD"
-        self.counted = 0                       # body bytes not sent (HEAD, 204, 304)
+        self.counted = 0                       # body bytes the application has sent
         self.answered = False                  # a HEAD's head went before its body's end
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
         self.complete = False                  # the last body message has been sent
@@ -365,8 +369,10 @@ class _Exchange:
 
     def _start(self, message: Message) -> None:
         status = message["status"]
-        if not isinstance(status, int) or not 100 <= status <= 999:
-            raise ValueError(f"bad ASGI status {status!r}")
+        # the final status of a response (RFC 9110 15): a 1xx sent as one would leave the
+        # client waiting for the response it announces, and ASGI has no interim responses
+        if not isinstance(status, int) or not 200 <= status <= 599:
+            raise ValueError(f"bad ASGI status {status!r}: a response's status is 200 to 599")
         self.head = self.handler.heads.get(tuple(message.get("headers", ())))
         self.status = status
         if status in _NO_BODY:
@@ -401,6 +407,8 @@ class _Exchange:
         except ConnectionError:
             self._went()
             raise ClientDisconnected("the client has gone") from None
+        self.counted += len(body)
+        self._check_length(more)               # (the stream sends no byte past it)
         if not more:
             stream.finish()
             self._completed()
@@ -432,8 +440,20 @@ class _Exchange:
         if self.head_only:
             self._answer_head(self.counted)
         else:
+            self.counted = len(body)
+            self._check_length(False)
             self.req.respond(self.head.whole(status, body))
         self._completed()
+
+    def _check_length(self, more: bool) -> None:
+        """Raise ValueError, for the application to see, if the body sent so far is longer
+        than the Content-Length it declared, or (``more`` False: the last of it) shorter.
+        (A whole body then gets a 500 instead; a streamed one is cut at the length or short
+        of it, and its connection closes, so that the client never takes it for whole.)"""
+        length = self.head.length
+        if length is not None and (self.counted > length or (not more and self.counted < length)):
+            raise ValueError(f"the response body is {'at least ' if more else ''}"
+                             f"{self.counted} bytes, its Content-Length {length}")
 
     def _answer_head(self, length: int | None) -> None:
         """The head alone (HEAD, 204, 304), saying ``length`` if known (AnswerHead.head_only)."""

@@ -156,16 +156,24 @@ class Response:
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         """What to enqueue on the connection, and whether it may stay open afterwards."""
         status, body = self.status, self.body
-        lines = [_head_start(status, http10, self.reason)]
-        headers, length, connection = self.headers, None, None
+        headers, length, connection, dated = self.headers, None, None, False
         for k, v in headers:
             k = k.lower()
             if k == "content-length":
                 length = v
             elif k == "connection":
                 connection = f"{connection},{v}" if connection else v
+            elif k == "date":
+                dated = True
+        # Date may not repeat (RFC 9110 5.3): one the application gives replaces the server's
+        lines = [_status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", self.reason)
+                 if dated else _head_start(status, http10, self.reason)]
         if connection is not None:           # hop-by-hop: the server says it, once
             keep_alive = keep_alive and "close" not in connection.lower()
+        if length is not None and (status == 204 or status < 200):
+            length = None                    # none on a 1xx or a 204 (RFC 9110 8.6)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        if connection is not None:
             headers = [(k, v) for k, v in headers if k.lower() != "connection"]
         has_length = length is not None
         chunked = False
@@ -267,14 +275,14 @@ class AnswerHead(NamedTuple):
     fields: tuple[tuple[Any, Any], ...]   # as given (bytes or str), less the hop-by-hop ones
     block: bytes                          # those fields as header lines, each with its CRLF
     length: int | None                    # the declared Content-Length
-    connection: bool                      # a Connection field: a Response acts on it
+    special: bool                         # a Connection or Date field: a Response acts on it
 
     def prepared(self, status: int, body: bytes) -> Prepared | None:
         """The whole answer with ``body``, made from the ready lines (a Content-Length added
-        where none was declared); None if the fields need a ``Response``: a Connection field,
-        or a declared Content-Length that is not the body's."""
+        where none was declared); None if the fields need a ``Response``: a Connection or a
+        Date field, or a declared Content-Length that is not the body's."""
         length = self.length
-        if self.connection or length not in (None, len(body)):
+        if self.special or length not in (None, len(body)):
             return None
         block = self.block if length is not None else (
             self.block + b"content-length: %d\r\n" % len(body))
@@ -282,8 +290,8 @@ class AnswerHead(NamedTuple):
 
     def whole(self, status: int, body: bytes, reason: str | None = None) -> Answer:
         """The whole answer with ``body``: from the ready lines where it can be (``prepared``),
-        else a Response, which takes a reason phrase, acts on a Connection field and sends no
-        body where the status has none. A declared Content-Length is never exceeded: a body
+        else a Response, which takes a reason phrase, acts on a Connection or Date field and
+        sends no body where the status has none. A declared Content-Length is never exceeded: a body
         past it is cut there, and one short of it goes with a close, so that the client sees
         it cut short rather than complete-looking."""
         bodied = status not in NO_BODY
@@ -303,10 +311,10 @@ class AnswerHead(NamedTuple):
         Content-Length, else ``length`` if known and not 0 (what the GET's body would have
         been), else no length and no chunked coding either: a HEAD-aware application's empty
         body, or a stream, says nothing of the GET's length (RFC 9110 8.6, RFC 9112 6.1).
-        (With a Connection field or a reason phrase, which only a Response takes, a length of
-        0 is said instead.)"""
+        (With a Connection or Date field or a reason phrase, which only a Response takes, a
+        length of 0 is said instead; a 204 says none, whatever the application declared.)"""
         bodied = status not in NO_BODY
-        if self.connection or reason is not None:
+        if self.special or reason is not None or (status == 204 and self.length is not None):
             headers = self.headers()
             if self.length is None and bodied:
                 headers.append(("content-length", str(length or 0)))
@@ -354,6 +362,27 @@ class Switch:
 
     def encode(self, head_only: bool, keep_alive: bool, http10: bool) -> tuple[list[Piece], bool]:
         return [self.head], False
+
+
+_LENGTH_NAMES = frozenset({"content-length", b"content-length"})   # (str: WSGI's; bytes: ASGI's)
+
+
+def fields_to_send(fields: Iterable[tuple[Any, Any]], hop_by_hop: frozenset[Any],
+                   ) -> tuple[tuple[Any, Any], ...]:
+    """An application's response fields less those named in ``hop_by_hop`` (the server's own
+    to send) and any Content-Length after the first (the caller has checked they agree): a
+    field that is not a list may not be sent twice (RFC 9110 5.3)."""
+    kept, length_seen = [], False
+    for field in fields:
+        name = field[0].lower()
+        if name in hop_by_hop:
+            continue
+        if name in _LENGTH_NAMES:
+            if length_seen:
+                continue
+            length_seen = True
+        kept.append(field)
+    return tuple(kept)
 
 
 def prepare_head(headers: Iterable[tuple[str, str]]) -> bytes:

@@ -44,19 +44,21 @@ _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "tra
                          "upgrade"})
 _KEYS_KEPT = 512
 _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}   # SERVER_PROTOCOL, by request version
-_LENGTH, _HOP, _CONNECTION = 0, 1, 2
-_SERVER_FIELDS = {"content-length": _LENGTH, "connection": _CONNECTION,
+_LENGTH, _HOP, _SPECIAL_FIELD = 0, 1, 2
+_SERVER_FIELDS = {"content-length": _LENGTH, "connection": _SPECIAL_FIELD, "date": _SPECIAL_FIELD,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
 # status lines as applications write them, with the standard phrase: taken as they are
-_STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus}
+_STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus if s.value >= 200}
 
 
 def _status_code(status: str) -> int:
-    """The code of a WSGI status line other than a standard one ("299 Fine", "404 Gone")."""
+    """The code of a WSGI status line other than a standard one ("299 Fine", "404 Gone").
+    A response's status is final, 200 to 599 (RFC 9110 15): a 1xx sent as one would leave
+    the client waiting for the response it announces, and WSGI has no interim responses."""
     code = status[:3]
-    if (len(status) > 3 and status[3] != " ") or not code.isdigit() or len(code) != 3 \
-            or "\n" in status or "\r" in status:
-        raise ValueError(f"bad WSGI status {status!r}")
+    if (len(status) > 3 and status[3] != " ") or not (code.isascii() and code.isdigit()) \
+            or len(code) != 3 or not 200 <= int(code) <= 599 or "\n" in status or "\r" in status:
+        raise ValueError(f"bad WSGI status {status!r}: a response's status is 200 to 599")
     return int(code)
 
 
@@ -64,7 +66,7 @@ def _read_head(headers: tuple[Any, ...]) -> AnswerHead:
     """Check start_response's header fields and make their header lines: TypeError for a field
     not (str, str), ValueError for one that cannot be sent (a line break, a Content-Length
     not a number, a character latin-1 lacks)."""
-    length, hop, connection = None, False, False
+    length, dropped, special = None, False, False
     for name, value in headers:
         if not isinstance(name, str) or not isinstance(value, str):
             raise TypeError(f"WSGI headers are (str, str), got {(name, value)!r}")
@@ -75,13 +77,17 @@ def _read_head(headers: tuple[Any, ...]) -> AnswerHead:
             digits = value.strip()
             if not (digits.isascii() and digits.isdigit()):   # (isdigit alone takes "²")
                 raise ValueError(f"bad Content-Length {value[:32]!r}")
+            if length is not None:             # said twice: once, or a client could misread
+                if int(digits) != length:
+                    raise ValueError(f"two Content-Lengths, {length} and {int(digits)}")
+                dropped = True
             length = int(digits)
         elif role is _HOP:
-            hop = True
+            dropped = True
         else:
-            connection = True
-    kept = tuple(h for h in headers if h[0].lower() not in _HOP_BY_HOP) if hop else headers
-    return AnswerHead(kept, responses.prepare_head(kept), length, connection)
+            special = True
+    kept = responses.fields_to_send(headers, _HOP_BY_HOP) if dropped else headers
+    return AnswerHead(kept, responses.prepare_head(kept), length, special)
 
 
 class _Errors:

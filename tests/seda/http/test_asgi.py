@@ -383,18 +383,87 @@ def test_trailers_are_declined_politely(rt):
     assert (r.status, data) == (200, b"body")
 
 
-def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
+def test_a_body_other_than_its_content_length_raises_in_send_and_never_looks_whole(rt):
+    """A body longer or shorter than the Content-Length the application declared makes its
+    send raise ValueError (as on uvicorn), so that the application learns of it: a whole body
+    gets a 500 instead; a streamed one goes no further than the length, and its connection
+    closes, so that the client never takes it for complete. Nothing past the length is sent."""
+    errors = []
+
     async def app(scope, receive, send):
-        length = b"3" if scope["path"] == "/long" else b"10"
-        await answer(send, body=b"abcdef", headers=[(b"content-length", length)])
+        path = scope["path"]
+        if path == "/fine":
+            await answer(send, body=b"fine")
+            return
+        length = b"3" if path.endswith("long") else b"10"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", length)]})
+        try:
+            if path.startswith("/stream"):
+                await send({"type": "http.response.body", "body": b"ab", "more_body": True})
+                await send({"type": "http.response.body", "body": b"cdef",
+                            "more_body": path.endswith("long")})
+                await send({"type": "http.response.body", "body": b""})
+            else:
+                await send({"type": "http.response.body", "body": b"abcdef"})
+        except ValueError as exc:
+            errors.append((path, str(exc)))
+            raise
 
     address = run(rt, app)
-    assert raw(address, b"GET /long HTTP/1.1\r\nHost: x\r\n\r\n").endswith(b"\r\n\r\nabc")
-    short = raw(address, b"GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
-    # the length it said stays, and the close cuts the body short of it: never a
-    # complete-looking answer
-    assert b"connection: close" in short and b"content-length: 10\r\n" in short.lower()
+    again = b"GET /fine HTTP/1.1\r\nHost: x\r\n\r\n"    # pipelined: unanswered once closed
+    for path in (b"/long", b"/short"):
+        out = raw(address, b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+        assert out.startswith(b"HTTP/1.1 500") and b"abc" not in out
+    long = raw(address, b"GET /stream-long HTTP/1.1\r\nHost: x\r\n\r\n" + again)
+    assert long.count(b"HTTP/1.1") == 1 and long.endswith(b"\r\n\r\nabc")
+    short = raw(address, b"GET /stream-short HTTP/1.1\r\nHost: x\r\n\r\n" + again)
+    assert short.count(b"HTTP/1.1") == 1 and b"content-length: 10\r\n" in short.lower()
     assert short.endswith(b"\r\n\r\nabcdef")
+    assert [path for path, _ in errors] == ["/long", "/short", "/stream-long", "/stream-short"]
+    assert "6 bytes, its Content-Length 3" in errors[0][1]
+
+
+def test_fields_that_must_not_repeat_or_must_not_be_sent_are_not(rt):
+    """RFC 9110's rules on an application's answer: its status is a final one (a 1xx or one
+    past 599 makes send raise, and the client gets a 500 rather than wait for the answer a
+    1xx announces); two different Content-Lengths are refused and two equal ones go as one
+    (5.3, 8.6); a 204 carries no Content-Length (8.6); and the application's Date replaces
+    the server's, whole or streamed."""
+    date = (b"date", b"Mon, 01 Jan 2001 00:00:00 GMT")
+    refused = []
+
+    async def app(scope, receive, send):
+        path = scope["path"]
+        status = {"/103": 103, "/100": 100, "/600": 600, "/204": 204}.get(path, 200)
+        fields = {"/differ": [(b"content-length", b"5"), (b"content-length", b"7")],
+                  "/equal": [(b"content-length", b"5"), (b"x-a", b"1"),
+                             (b"Content-Length", b"5")],
+                  "/204": [(b"content-length", b"5")],
+                  "/dated": [date], "/dated-stream": [date]}.get(path, [])
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": fields})
+        except ValueError:
+            refused.append(path)
+            raise
+        if path == "/dated-stream":
+            await send({"type": "http.response.body", "body": b"hel", "more_body": True})
+        await send({"type": "http.response.body", "body": b"lo" if path == "/dated-stream"
+                    else b"hello"})
+
+    address = run(rt, app)
+    ask_ = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    for path in (b"/103", b"/100", b"/600", b"/differ"):
+        assert raw(address, ask_ % path).startswith(b"HTTP/1.1 500"), path
+    assert refused == ["/103", "/100", "/600", "/differ"]
+    equal = raw(address, ask_ % b"/equal")
+    assert equal.lower().count(b"content-length") == 1 and equal.endswith(b"\r\n\r\nhello")
+    for request in (ask_ % b"/204", b"HEAD /204 HTTP/1.1\r\nHost: x\r\n\r\n"):
+        none = raw(address, request)
+        assert none.startswith(b"HTTP/1.1 204") and b"content-length" not in none.lower()
+    for path in (b"/dated", b"/dated-stream"):
+        dated = raw(address, ask_ % path).lower()
+        assert dated.count(b"\r\ndate:") == 1 and b"date: mon, 01 jan 2001" in dated, path
 
 
 def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_splits(rt):

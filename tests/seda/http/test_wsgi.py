@@ -289,6 +289,39 @@ def test_an_answer_carries_the_fields_the_application_gave(rt):
         assert bad.startswith(b"HTTP/1.1 500") and b"Set-Cookie" not in bad
 
 
+def test_fields_that_must_not_repeat_or_must_not_be_sent_are_not(rt):
+    """RFC 9110's rules on an application's answer: its status is a final one (a 1xx or one
+    past 599 is a 500: a client would wait for the answer a 1xx announces); two different
+    Content-Lengths are a 500 and two equal ones go as one (5.3, 8.6); a 204 carries no
+    Content-Length (8.6); and the application's Date replaces the server's, whole or streamed."""
+    def app(environ, start_response):
+        path = environ["PATH_INFO"]
+        status = {"/103": "103 Early Hints", "/100": "100 Continue", "/600": "600 Odd",
+                  "/204": "204 No Content"}.get(path, "200 OK")
+        fields = {"/differ": [("Content-Length", "5"), ("Content-Length", "7")],
+                  "/equal": [("Content-Length", "5"), ("X-A", "1"), ("content-length", "5")],
+                  "/204": [("Content-Length", "5")],
+                  "/dated": [("Date", "Mon, 01 Jan 2001 00:00:00 GMT")],
+                  "/dated-stream": [("Date", "Mon, 01 Jan 2001 00:00:00 GMT")]}.get(path, [])
+        start_response(status, fields)
+        if path == "/dated-stream":            # no length: a body of its pieces
+            return iter([b"hel", b"lo"])
+        return [b"hello"]
+
+    address = plain_run(rt, app)
+    ask_ = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    for path in (b"/103", b"/100", b"/600", b"/differ"):
+        assert raw(address, ask_ % path).startswith(b"HTTP/1.1 500"), path
+    equal = raw(address, ask_ % b"/equal")
+    assert equal.lower().count(b"content-length") == 1 and equal.endswith(b"\r\n\r\nhello")
+    for request in (ask_ % b"/204", b"HEAD /204 HTTP/1.1\r\nHost: x\r\n\r\n"):
+        none = raw(address, request)
+        assert none.startswith(b"HTTP/1.1 204") and b"content-length" not in none.lower()
+    for path in (b"/dated", b"/dated-stream"):
+        dated = raw(address, ask_ % path).lower()
+        assert dated.count(b"\r\ndate:") == 1 and b"date: mon, 01 jan 2001" in dated, path
+
+
 def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch):
     """The fields an application gives start_response are read once for equal fields
     (WsgiHandler.heads, bounded, and only fields up to 2 KB), made afresh or not; fields given
