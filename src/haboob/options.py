@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from seda import ConfigError
 from seda.config import check, check_whole
-from seda.http import Limits
+from seda.http import Limits, Proxies
 
 from .cache import POLICIES
 from .loops import loop_factory
@@ -58,10 +58,14 @@ class Options:
     limits: Limits = field(default_factory=Limits)   # what clients may send (seda.http)
     graceful_timeout: float = 30.0      # seconds requests in flight get to finish on stopping
     underscore_headers: bool = False    # pass header names with "_" to applications
+    proxy_headers: bool = True          # believe X-Forwarded-Proto and -For from...
+    forwarded_allow_ips: str | None = None   # ...these (None: $FORWARDED_ALLOW_IPS or loopback)
 
     def __post_init__(self) -> None:
-        for name in ("allow_outside", "reuse_port", "status", "underscore_headers"):
+        for name in ("allow_outside", "reuse_port", "status", "underscore_headers",
+                     "proxy_headers"):
             check(self, name, isinstance(getattr(self, name), bool), "true or false")
+        self.proxies()                      # (a bad address fails now, not once serving)
         check(self, "host", isinstance(self.host, str), "a host name or address")
         check_whole(self, "port", 0, 65535)
         check_whole(self, "workers", 1)
@@ -90,6 +94,20 @@ class Options:
         self._check_status()
         if self.class_header is not None:
             self._check_class_header()
+
+    def proxies(self) -> Proxies | None:
+        """The peers whose X-Forwarded-* fields the applications believe (None: nobody's)."""
+        if not self.proxy_headers:
+            return None
+        spec = self.forwarded_allow_ips
+        if spec is None:                    # (as uvicorn and gunicorn read it)
+            spec = os.environ.get("FORWARDED_ALLOW_IPS", Proxies.LOOPBACK)
+        check(self, "forwarded_allow_ips", isinstance(spec, str),
+              "addresses and networks, comma-separated, or *")
+        try:
+            return Proxies(spec)
+        except ValueError as exc:
+            raise ConfigError(f"forwarded_allow_ips: {exc}") from None
 
     def _check_apps(self) -> None:
         seen = set()

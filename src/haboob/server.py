@@ -517,11 +517,12 @@ def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -
                           loop_factory=loop_factory(options.loop),
                           ws_max_size=options.ws_max_size,
                           ws_ping_interval=options.ws_ping_interval,
-                          ws_ping_timeout=options.ws_ping_timeout)
+                          ws_ping_timeout=options.ws_ping_timeout, proxies=options.proxies())
     return mount(rt, app, name=name, script_name=prefix,
                  threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                  predicate=admission(options), server_name=options.host,
-                 server_port=options.port, underscore_headers=options.underscore_headers)
+                 server_port=options.port, underscore_headers=options.underscore_headers,
+                 proxies=options.proxies())
 
 
 def build(rt: seda.Runtime, options: Options) -> Any:

@@ -112,6 +112,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             f"to finish before they are cut (default {Options.graceful_timeout:g})", "SECONDS"),
     Setting("underscore_headers", flag, "pass header names with '_' to applications (dropped "
             "by default: X_Forwarded_For would reach them as X-Forwarded-For)"),
+    Setting("proxy_headers", flag, "ignore X-Forwarded-Proto and X-Forwarded-For (believed "
+            "by default from the proxies --forwarded-allow-ips names)", negated=True),
+    Setting("forwarded_allow_ips", text, "the proxies whose X-Forwarded-Proto (and, for ASGI "
+            "applications, X-Forwarded-For) are believed: addresses and networks, "
+            "comma-separated, or * (default: $FORWARDED_ALLOW_IPS, else 127.0.0.1,::1)", "IPS"),
     Setting("status", flag, "do not serve /_seda/ (the status page and Prometheus metrics)",
             negated=True),
     Setting("status_bind", address, "serve /_seda/ on this address (plain HTTP), not the main "

@@ -99,3 +99,17 @@ def test_good_options_are_kept_as_given_and_cannot_be_changed_afterwards(site):
     assert (options.threads, options.limits.max_body, options.recheck) == (4, 1024, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.threads = 0          # checked once, so never changed without a check
+
+
+def test_the_proxies_believed_come_from_the_setting_the_environment_or_loopback(
+        site, monkeypatch):
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    loopback = Options(root=site).proxies()
+    assert loopback is not None and loopback.trusts("::1") and not loopback.trusts("10.0.0.1")
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "10.0.0.0/8")
+    assert Options(root=site).proxies().trusts("10.0.0.1")  # type: ignore[union-attr]
+    named = Options(root=site, forwarded_allow_ips="192.0.2.1").proxies()
+    assert named is not None and named.trusts("192.0.2.1") and not named.trusts("10.0.0.1")
+    assert Options(root=site, proxy_headers=False).proxies() is None
+    with pytest.raises(seda.ConfigError, match="forwarded_allow_ips: 'proxy' is not an IP"):
+        Options(root=site, forwarded_allow_ips="proxy")

@@ -177,6 +177,9 @@ CASES = [
     ("/fastapi", "HEAD", "/items/3", {}),
     ("/starlette", "GET", "/where", {}),
     ("/starlette", "GET", "/state", {}),
+    ("/starlette", "GET", "/origin", {}),
+    ("/starlette", "GET", "/origin",           # behind a proxy on the same machine
+     {"headers": {"x-forwarded-proto": "https", "x-forwarded-for": "203.0.113.7"}}),
     ("/django", "GET", "/async/where?q=x", {}),
     ("/django", "GET", "/async/missing", {}),
     ("/django", "GET", "/async/stream", {}),

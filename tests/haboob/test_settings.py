@@ -92,7 +92,8 @@ def test_every_option_of_the_command_line_is_a_key_of_the_file():
                                text=True, timeout=WAIT, env={**os.environ, "COLUMNS": "500"}
                                ).stdout                 # wide: no option broken over lines
     flags = set(re.findall(r"--([a-z][a-z0-9-]*)", help_text)) - {"help", "config"}
-    keys = {f"no-{k}" if k == "status" else k.replace("_", "-") for k in ALL if k != "app"}
+    keys = {("no-" if setting.negated else "") + name.replace("_", "-")
+            for name, setting in ALL.items() if name != "app"}
     assert flags == keys and "[APP]" in help_text
     assert "--config FILE" in help_text and "options on the command line win" in help_text
 

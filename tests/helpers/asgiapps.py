@@ -139,9 +139,13 @@ def make_starlette(events: list) -> Starlette:
     async def echo(request):
         return PlainTextResponse(await request.body())
 
+    async def origin(request):                 # (what a proxy in front may change)
+        return JSONResponse({"scheme": request.url_for("state").scheme,
+                             "client": request.client.host})
+
     return Starlette(lifespan=lifespan, routes=[
         Route("/state", state, name="state"), Route("/where", where),
-        Route("/echo", echo, methods=["POST"])])
+        Route("/echo", echo, methods=["POST"]), Route("/origin", origin)])
 
 
 # -- Django ---------------------------------------------------------------------------------------

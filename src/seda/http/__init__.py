@@ -6,6 +6,7 @@ from .answers import ReadyAnswer
 from .asgi import AsgiHandler, is_asgi, mount_asgi
 from .asgi2 import from_asgi2, is_asgi2
 from .body import BodyError, BodyReader
+from .forwarded import Proxies
 from .lifespan import LifespanFailed
 from .limits import Limits
 from .protocol import Logged, ServerProtocol
@@ -26,6 +27,7 @@ __all__ = [
     "Limits",
     "Logged",
     "Prepared",
+    "Proxies",
     "ReadyAnswer",
     "Response",
     "ServerProtocol",

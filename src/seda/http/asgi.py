@@ -35,6 +35,7 @@ from .._stage import EventHandler, StageContext
 from . import pathsend
 from . import response as responses
 from .body import BodyError
+from .forwarded import Proxies
 from .kept import KeptHeads
 from .lifespan import Application, Lifespan, Message
 from .request import ClientDisconnected, HttpRequest
@@ -152,14 +153,18 @@ class AsgiHandler(EventHandler):
     "on" or "off" (``seda.http.lifespan``); init runs the startup and raises LifespanFailed
     with the application's message if it failed; destroy runs the shutdown. A WebSocket is
     pinged every ``ws_ping_interval`` seconds and closed with 1011 if no Pong comes within
-    ``ws_ping_timeout`` (uvicorn's options); 0 or None: no pings, or no deadline."""
+    ``ws_ping_timeout`` (uvicorn's options); 0 or None: no pings, or no deadline. ``proxies``:
+    the peers whose X-Forwarded-Proto and -For give the scope's scheme and client (forwarded.py;
+    None: nobody's)."""
 
     def __init__(self, app: Application, *, root_path: str = "", url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
                  lifespan: str = "auto", ws_max_size: int = MAX_SIZE,
                  ws_ping_interval: float | None = PING_INTERVAL,
-                 ws_ping_timeout: float | None = PING_TIMEOUT) -> None:
+                 ws_ping_timeout: float | None = PING_TIMEOUT,
+                 proxies: Proxies | None = None) -> None:
         self.app, self.root_path, self.url_scheme = app, root_path.rstrip("/"), url_scheme
+        self.proxies = proxies
         self.ws_max_size = ws_max_size
         self.ws_ping_interval = ws_ping_interval or 0.0
         self.ws_ping_timeout = ws_ping_timeout or 0.0
@@ -188,23 +193,36 @@ class AsgiHandler(EventHandler):
     def scope(self, req: HttpRequest) -> Message:
         # (the lookup inlined: made once per path and query, so found for nearly every request)
         path, raw_path, query = self.targets.get((req.path, req.query)) or self.target_fields(req)
-        peer = req.peer
+        scheme, client = self.origin(req)
         return {
             "type": "http",
             "asgi": _ASGI,
             "http_version": req.version,
             "method": req.method,
-            "scheme": self.url_scheme or req.scheme,
+            "scheme": scheme,
             "path": path,
             "raw_path": raw_path,
             "query_string": query,
             "root_path": self.root_path,
             "headers": req.headers,            # (lower-cased as parsed; the request's own)
-            "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
+            "client": client,
             "server": self.server,
             "state": dict(self.lifespan.state),
             "extensions": {pathsend.EXTENSION: {}},
         }
+
+    def origin(self, req: HttpRequest) -> tuple[str, tuple[str, int] | None]:
+        """The scope's scheme (``http`` or ``https``) and client: as a proxy believed says
+        (uvicorn gives a forwarded client port 0), else as the connection is."""
+        peer = req.peer
+        scheme = client = None
+        if self.proxies is not None:
+            scheme, client = self.proxies.forwarded(peer, req.headers)
+        if client is not None:
+            where: tuple[str, int] | None = (client, 0)
+        else:
+            where = (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None
+        return scheme or self.url_scheme or req.scheme, where
 
     def target_fields(self, req: HttpRequest) -> tuple[str, bytes, bytes]:
         """The scope's path (percent-decoded), raw_path and query_string for ``req``'s path

@@ -119,19 +119,18 @@ class WebSocket:
     def scope(self) -> AsgiMessage:
         handler, req = self.handler, self.req
         path, raw_path, query = handler.target_fields(req)
-        peer = req.peer
-        secure = (handler.url_scheme or req.scheme) == "https"
+        scheme, client = handler.origin(req)
         return {
             "type": "websocket",
             "asgi": _ASGI,
             "http_version": req.version,
-            "scheme": "wss" if secure else "ws",
+            "scheme": "wss" if scheme == "https" else "ws",
             "path": path,
             "raw_path": raw_path,
             "query_string": query,
             "root_path": handler.root_path,
             "headers": req.headers,
-            "client": (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else None,
+            "client": client,
             "server": handler.server,
             "subprotocols": list(self.handshake.subprotocols),  # type: ignore[union-attr]  # started
             "state": dict(handler.lifespan.state),

@@ -23,6 +23,7 @@ from urllib.parse import unquote_to_bytes
 from .._stage import EventHandler
 from . import response as responses
 from .body import BodyError
+from .forwarded import Proxies
 from .kept import KeptHeads
 from .request import HttpRequest
 from .response import AnswerHead, CloseDescriptor, FileBody, Headers, Response, StreamBody
@@ -130,7 +131,9 @@ class WsgiHandler(EventHandler):
     ``url_scheme`` overrides the scheme of the connection (``https`` under TLS). Header names
     with ``_`` are dropped unless ``underscore_headers``: ``X_Forwarded_For`` would otherwise
     reach the application as the ``X-Forwarded-For`` a proxy vouched for (as gunicorn and
-    waitress do)."""
+    waitress do). ``proxies``: the peers whose X-Forwarded-Proto gives ``wsgi.url_scheme``
+    (forwarded.py; None: nobody's); ``REMOTE_ADDR`` stays the peer, as on gunicorn, for the
+    application's own reading of X-Forwarded-For (Werkzeug's ProxyFix, Django's settings)."""
 
     # An application waits on the loop thread only through its body's reader and its streamed
     # body, which wake the loop at once: its answers may wake it once per burst while the
@@ -140,8 +143,9 @@ class WsgiHandler(EventHandler):
     def __init__(self, app: WSGIApplication, *, script_name: str = "",
                  url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
-                 underscore_headers: bool = False) -> None:
+                 underscore_headers: bool = False, proxies: Proxies | None = None) -> None:
         self.app, self.script_name, self.url_scheme = app, script_name.rstrip("/"), url_scheme
+        self.proxies = proxies
         self.server_name, self.server_port = server_name, str(server_port)
         self.underscore_headers = underscore_headers
         self._errors = _Errors()
@@ -178,7 +182,8 @@ class WsgiHandler(EventHandler):
         env["SERVER_PROTOCOL"] = _PROTOCOLS.get(req.version) or f"HTTP/{req.version}"
         env["REMOTE_ADDR"] = str(peer[0])
         env["REMOTE_PORT"] = str(peer[1]) if len(peer) > 1 else ""
-        env["wsgi.url_scheme"] = self.url_scheme or req.scheme
+        scheme = None if self.proxies is None else self.proxies.forwarded(peer, req.headers)[0]
+        env["wsgi.url_scheme"] = scheme or self.url_scheme or req.scheme
         env["wsgi.input"] = req.stream if req.stream is not None else io.BytesIO(req.body)
         env.update(self.fields.get(tuple(req.headers)))
         return env
