@@ -582,9 +582,9 @@ def _text(status: int, text: str | None = None, headers: Headers | None = None) 
     return Response(status, body, headers, "text/plain; charset=utf-8")
 
 
-def error(status: int, text: str | None = None) -> Response:
+def error(status: int, text: str | None = None, headers: Headers | None = None) -> Response:
     """A short plain-text answer with ``status`` (its standard phrase unless ``text``)."""
-    return _text(status, text)
+    return _text(status, text, headers)
 
 
 def ok(body: bytes = b"", content_type: str = "text/plain; charset=utf-8",

@@ -21,6 +21,8 @@ closes: the next ping, or while a ping waits for its Pong, the deadline.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import logging
 import os
@@ -36,11 +38,12 @@ from wsproto.events import (
     Message,
     Ping,
     Pong,
+    RejectConnection,
     Request,
     TextMessage,
 )
 from wsproto.extensions import PerMessageDeflate
-from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError, normed_header_dict
 
 from . import response as responses
 from .request import ClientDisconnected
@@ -79,6 +82,7 @@ class WebSocket:
         self.connected = False                 # websocket.connect has been received
         self.close = (ABNORMAL, "")            # how it closed: code and reason
         self.handshake: Request | None = None
+        self.subprotocols: list[str] = []      # those the client offered, none of them empty
         self.step = 0                          # bytes framed at a time; 0: all at once
         # from the loop thread: bytes read, and whether the client stopped sending
         self.inbox: deque[bytes] = deque()
@@ -104,16 +108,29 @@ class WebSocket:
     # -- the handshake ---------------------------------------------------------------------------
 
     def start(self) -> bool:
-        """Check the handshake (wsproto); False, with a 400 answered, if it is not one."""
+        """Check the handshake (wsproto, and the key here); False, with a 400 or a 426
+        answered, if it is not one."""
         req = self.req
         try:
             self.ws.initiate_upgrade_connection(req.headers, req.target)
             event = next(self.ws.events())
-        except (RemoteProtocolError, StopIteration) as exc:
-            req.respond(responses.bad_request(f"not a WebSocket handshake: {exc}"))
+        except RemoteProtocolError as exc:
+            req.respond(_refusal(exc))
+            return False
+        except StopIteration:
+            req.respond(responses.bad_request("not a WebSocket handshake"))
             return False
         assert isinstance(event, Request)
+        # wsproto checks that the key is there, not what it is (RFC 6455 4.2.1: base64 of 16
+        # bytes); it answers with the key as this reads it, repeated fields joined
+        key = normed_header_dict(event.extra_headers)[b"sec-websocket-key"]
+        if not _is_key(key):
+            req.respond(responses.bad_request(
+                "not a WebSocket handshake: Sec-WebSocket-Key is not base64 of 16 bytes"))
+            return False
         self.handshake = event
+        # an empty element of a list is no element (RFC 9110 5.6.1): an empty field offers none
+        self.subprotocols = [name for name in event.subprotocols if name]
         return True
 
     def scope(self) -> AsgiMessage:
@@ -132,7 +149,7 @@ class WebSocket:
             "headers": req.headers,
             "client": client,
             "server": handler.server,
-            "subprotocols": list(self.handshake.subprotocols),  # type: ignore[union-attr]  # started
+            "subprotocols": list(self.subprotocols),
             "state": dict(handler.lifespan.state),
             "extensions": {"websocket.http.response": {}},
         }
@@ -367,11 +384,16 @@ class WebSocket:
             raise RuntimeError(f"unexpected ASGI message {kind!r} on a WebSocket {state}")
 
     def _accept(self, message: AsgiMessage) -> None:
+        # "" names no subprotocol: taken for none (as uvicorn does), never sent as an empty field
+        subprotocol = message.get("subprotocol") or None
+        if subprotocol is not None and subprotocol not in self.subprotocols:
+            self._fail_handshake(f"the application accepted subprotocol {subprotocol!r}, which "
+                                 f"the client did not offer (it offered {self.subprotocols})")
         offered = self.handshake.extensions if self.handshake is not None else []
         headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", ())]
         deflate = PerMessageDeflate()
         head = self.ws.send(AcceptConnection(
-            subprotocol=message.get("subprotocol"), extra_headers=headers,
+            subprotocol=subprotocol, extra_headers=headers,
             extensions=[deflate] if offered else []))
         if deflate.enabled():                  # the client offered it: frames may be inflated
             self.step = INFLATE_STEP
@@ -379,6 +401,16 @@ class WebSocket:
         self.req.respond(Switch(head, self))
         self._ping_at(self.loop.time() + self.interval)
         _resolve(self.opened)
+
+    def _fail_handshake(self, why: str) -> None:
+        """The application's accept cannot be sent (ASGI: the server fails the handshake): a
+        500 now, whatever the application does next, and its send raises. Logged here, once:
+        an application may catch the error, and run does not log one raised after the end."""
+        self.handler.counts["errors"] += 1
+        log.error("asgi: WebSocket %s: %s", self.req.target, why)
+        self.state = CLOSED
+        self.req.respond(responses.server_error())
+        raise RuntimeError(why)
 
     def _deny(self, message: AsgiMessage) -> None:
         """The websocket.http.response extension: an HTTP answer instead of a WebSocket."""
@@ -451,6 +483,28 @@ class WebSocket:
             self.req.respond(responses.server_error() if code != 1000 else responses.forbidden())
         elif self.state is OPEN:
             self._close_now(code)
+
+
+def _refusal(exc: RemoteProtocolError) -> Response:
+    """The answer to a request wsproto does not take for a handshake: the status and fields
+    it suggests, 400 but for a Sec-WebSocket-Version other than 13, which is 426 with
+    ``Sec-WebSocket-Version: 13`` (RFC 6455 4.2.2, 4.4). wsproto's text for that one says
+    the field is missing, so it has a text of its own."""
+    hint = exc.event_hint if isinstance(exc.event_hint, RejectConnection) else RejectConnection()
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in hint.headers]
+    if hint.status_code == 426:
+        text = "unsupported WebSocket version: this server speaks version 13"
+    else:
+        text = f"not a WebSocket handshake: {exc}"
+    return responses.error(hint.status_code, text, headers)
+
+
+def _is_key(key: bytes) -> bool:
+    """Whether ``key`` is a Sec-WebSocket-Key: base64 of 16 bytes (RFC 6455 4.1, 4.2.1)."""
+    try:
+        return len(base64.b64decode(key, validate=True)) == 16
+    except binascii.Error:
+        return False
 
 
 def _size(data: str | bytes | bytearray) -> int:

@@ -1,12 +1,14 @@
 """ASGI WebSockets on an asyncio stage, framed by wsproto, against the ``websockets`` client:
-the upgrade, text and binary messages, ping and pong, close codes both ways, the message size
-limit, refusals before the handshake, a server that stops, and the server's keep-alive pings
-(as uvicorn's ``--ws-ping-interval`` and ``--ws-ping-timeout``), whose intervals here are short
-(0.1-0.2 s) so that several pass in a test."""
+the upgrade (and the handshakes it refuses, sent as raw bytes), text and binary messages, ping
+and pong, close codes both ways, the message size limit, refusals before the handshake, a
+server that stops, and the server's keep-alive pings (as uvicorn's ``--ws-ping-interval`` and
+``--ws-ping-timeout``), whose intervals here are short (0.1-0.2 s) so that several pass in a
+test."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 import threading
@@ -458,3 +460,117 @@ def test_a_pong_held_up_because_the_application_is_behind_does_not_close(rt, mon
         for _ in range(32):
             assert ws.recv(WAIT) == b"x"
         sender.join(WAIT)
+
+
+# -- the handshake, checked before the application is called --------------------------------------
+
+def handshake(url: str, fields: bytes) -> bytes:
+    """A WebSocket handshake sent as raw bytes (with ``fields`` that no client library would
+    send) and the head of the answer, up to its blank line."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  + fields + b"\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = s.recv(65536)
+            assert data, answer
+            answer += data
+        return answer.split(b"\r\n\r\n", 1)[0]
+
+
+def field(head: bytes, name: bytes) -> bytes | None:
+    """The value of the field ``name`` in a response head (None if it has none)."""
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip()
+    return None
+
+
+KEY = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+VERSION = b"Sec-WebSocket-Version: 13\r\n"
+
+
+@pytest.mark.parametrize("key", [
+    b"short",                                         # not base64 of anything
+    b"AAAAAAAAAAAAAAAAAAAA",                          # base64, but of 15 bytes
+    b"AAAAAAAAAAAAAAAAAAAAAAAAAAAA",                  # base64, but of 21 bytes
+    b"dGhlIHNhbXBsZSBub25jZQ==, dGhlIHNhbXBsZSBub25jZQ==",   # two of them
+])
+def test_a_malformed_key_is_refused_with_400_before_the_application(rt, key):
+    """RFC 6455 4.2.1: the key is base64 of 16 bytes; anything else is not a handshake."""
+    called: list = []
+
+    async def app(scope, receive, send):
+        called.append(scope)
+        await receive()
+        await send({"type": "websocket.accept"})
+
+    head = handshake(run(rt, app), b"Sec-WebSocket-Key: " + key + b"\r\n" + VERSION)
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert called == []
+
+
+def test_an_unsupported_version_is_refused_with_426_naming_the_one_spoken(rt):
+    """RFC 6455 4.2.2 and 4.4: 426 Upgrade Required, with the version this server speaks."""
+    called: list = []
+
+    async def app(scope, receive, send):
+        called.append(scope)
+
+    head = handshake(run(rt, app), KEY + b"Sec-WebSocket-Version: 12\r\n")
+    assert head.startswith(b"HTTP/1.1 426 "), head
+    assert field(head, b"sec-websocket-version") == b"13"
+    assert called == []
+
+
+@pytest.mark.parametrize("offer, offered", [
+    (b"", []),
+    (b" , ", []),
+    (b"a, , b,", ["a", "b"]),
+])
+def test_empty_subprotocols_offered_are_ignored(rt, offer, offered):
+    """RFC 9110 5.6.1: empty elements of a list do not count; an empty field offers none."""
+    seen: list = []
+    head = handshake(run(rt, echo(seen)), KEY + VERSION + b"Sec-WebSocket-Protocol: " + offer
+                     + b"\r\n")
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    assert seen[0]["subprotocols"] == offered
+    assert field(head, b"sec-websocket-protocol") == (offered[0].encode() if offered else None)
+
+
+def test_an_empty_subprotocol_accepted_is_none(rt):
+    """An application that accepts "" gets no Sec-WebSocket-Protocol field at all: an empty one
+    names no subprotocol, and clients refuse it."""
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept", "subprotocol": ""})
+        await receive()
+
+    url = run(rt, app)
+    head = handshake(url, KEY + VERSION + b"Sec-WebSocket-Protocol: \r\n")
+    assert head.startswith(b"HTTP/1.1 101 ") and field(head, b"sec-websocket-protocol") is None
+    with connect(url, open_timeout=WAIT) as ws:
+        assert ws.subprotocol is None
+
+
+def test_a_subprotocol_not_offered_fails_the_handshake_and_says_why(rt, caplog):
+    """ASGI: the server fails the handshake (500) if the application accepts a subprotocol the
+    client did not offer; the log names both, and the application's send raises. Even an
+    application that catches that and returns does not make it a 403."""
+    raised: list = []
+
+    async def app(scope, receive, send):
+        await receive()
+        try:
+            await send({"type": "websocket.accept", "subprotocol": "v3"})
+        except RuntimeError as exc:
+            raised.append(exc)
+
+    with caplog.at_level(logging.ERROR, logger="seda.asgi"), \
+            pytest.raises(InvalidStatus) as info:
+        connect(run(rt, app), subprotocols=["v1", "v2"], open_timeout=WAIT)
+    assert info.value.response.status_code == 500
+    assert len(raised) == 1
+    assert "'v3'" in caplog.text and "['v1', 'v2']" in caplog.text
