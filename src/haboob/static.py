@@ -249,8 +249,8 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     if header is None or not header.startswith("bytes=") or "," in header:
         return None
     first, sep, last = header[6:].strip().partition("-")
-    if not sep or not (first or last) or not (first or "0").isdigit() \
-            or not (last or "0").isdigit():
+    if not sep or not (first or last) or not _digits(first or "0") \
+            or not _digits(last or "0"):
         return None
     if not first:                            # a suffix: the last n bytes
         n = int(last)
@@ -261,3 +261,9 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     if start >= size:
         return UNSATISFIABLE
     return start, min(int(last) if last else size - 1, size - 1)
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is a number of ASCII digits: ``str.isdigit`` alone takes the Latin-1
+    superscripts ("²") too, which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
