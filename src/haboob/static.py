@@ -246,7 +246,8 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     """A single ``Range: bytes=`` as inclusive ``(first, last)``; None to send the whole file
     (no header, a malformed one, or several ranges, which a server may ignore); UNSATISFIABLE
     for 416."""
-    if header is None or not header.startswith("bytes=") or "," in header:
+    # (the unit is case-insensitive, RFC 9110 14.1: "Bytes=0-9" is a range too)
+    if header is None or header[:6].lower() != "bytes=" or "," in header:
         return None
     first, sep, last = header[6:].strip().partition("-")
     if not sep or not (first or last) or not _digits(first or "0") \

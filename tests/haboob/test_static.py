@@ -176,6 +176,7 @@ def test_preconditions(tmp_path):
     ("bytes=a-b", None), ("bytes=-", None),
     # Latin-1 superscripts pass str.isdigit but are no numbers: the header is ignored
     ("bytes=\xb2-5", None), ("bytes=-\xb9", None), ("bytes=0-\xb3", None),
+    ("Bytes=0-9", (0, 9)), ("BYTES=-10", (90, 99)),       # the unit in any case
 ])
 def test_byte_ranges(header, expected):
     assert byte_range(header, 100) == expected
