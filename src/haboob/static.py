@@ -244,10 +244,15 @@ UNSATISFIABLE = "unsatisfiable"
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     """A single ``Range: bytes=`` as inclusive ``(first, last)``; None to send the whole file
-    (no header, a malformed one, or several ranges, which a server may ignore); UNSATISFIABLE
-    for 416."""
+    (no header, a malformed one, several ranges, which a server may ignore, or an empty
+    file); UNSATISFIABLE for 416."""
     # (the unit is case-insensitive, RFC 9110 14.1: "Bytes=0-9" is a range too)
     if header is None or header[:6].lower() != "bytes=" or "," in header:
+        return None
+    if size == 0:
+        # An empty file has no byte a range could name, so no range of it is satisfiable;
+        # but a 416 would refuse the client a file it can simply have: send it whole
+        # (nothing, with 200) as nginx does (RFC 9110 14.2 lets a server ignore Range).
         return None
     first, sep, last = header[6:].strip().partition("-")
     if not sep or not (first or last) or not _digits(first or "0") \
@@ -255,7 +260,7 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
         return None
     if not first:                            # a suffix: the last n bytes
         n = int(last)
-        return (max(0, size - n), size - 1) if n > 0 and size > 0 else UNSATISFIABLE
+        return (max(0, size - n), size - 1) if n > 0 else UNSATISFIABLE
     start = int(first)
     if last and int(last) < start:
         return None                          # syntactically invalid: ignore the header

@@ -237,6 +237,14 @@ def test_a_failure_on_a_large_file_is_answered_500_and_closes_its_descriptor(sit
     assert len(os.listdir("/proc/self/fd")) == before
 
 
+def test_a_range_of_an_empty_file_gets_it_whole(haboob, site):
+    (site / "empty.txt").write_bytes(b"")
+    address = haboob()
+    for _ in range(2):                          # (loaded, then cached)
+        r, body = fetch(address, "/empty.txt", {"Range": "bytes=0-9"})
+        assert (r.status, body, r.getheader("content-length")) == (200, b"", "0")
+
+
 def test_a_changed_file_is_seen(haboob, site):
     address = haboob(recheck=0.0)
     assert fetch(address, "/")[1] == b"<h1>home</h1>"

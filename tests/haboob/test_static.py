@@ -180,3 +180,9 @@ def test_preconditions(tmp_path):
 ])
 def test_byte_ranges(header, expected):
     assert byte_range(header, 100) == expected
+
+
+@pytest.mark.parametrize("header", ["bytes=0-9", "bytes=0-", "bytes=-5", "bytes=-0"])
+def test_a_range_of_an_empty_file_sends_it_whole(header):
+    """No range of nothing is satisfiable; the whole of it is sent (200), as nginx does."""
+    assert byte_range(header, 0) is None
