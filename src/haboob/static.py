@@ -27,15 +27,17 @@ def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[s
 
     Refuses with 403 anything that could leave the root: ``..`` segments in any encoding,
     backslashes, NUL, and symbolic links pointing outside (unless ``allow_outside``); 404 for
-    what does not exist. A directory without its trailing slash redirects to it; with one it
-    serves its index.html."""
+    what does not exist. A directory without its trailing slash redirects to it (with one
+    leading slash); with one it serves its index.html."""
     decoded, relative = _relative(url_path)
     base = _real_root(root)
     real, mode = _followed(os.path.join(base, relative))
     if stat.S_ISDIR(mode):
         if not decoded.endswith("/"):
             _inside(real, base, allow_outside)
-            return "redirect", url_path + "/"
+            # One leading slash, however many came: "//dir/" would be a network-path
+            # reference, which a browser takes to host "dir" (an open redirect).
+            return "redirect", "/" + url_path.lstrip("/") + "/"
         real, mode = _followed(os.path.join(real, "index.html"))
         if not stat.S_ISREG(mode):
             raise Refused(404, "no index.html in the directory")

@@ -245,6 +245,16 @@ def test_a_range_of_an_empty_file_gets_it_whole(haboob, site):
         assert (r.status, body, r.getheader("content-length")) == (200, b"", "0")
 
 
+@pytest.mark.parametrize("target, location", [
+    ("//dir", "/dir/"), ("///dir", "/dir/"), ("//dir?x=1", "/dir/?x=1"), ("/dir?x=1", "/dir/?x=1"),
+])
+def test_a_directory_redirect_stays_on_this_host(haboob, target, location):
+    """The Location of a directory's redirect never starts with "//": that is a
+    network-path reference, which a browser follows to the host named "dir"."""
+    r, _ = fetch(haboob(), target)
+    assert r.status == 301 and r.getheader("location") == location
+
+
 def test_a_changed_file_is_seen(haboob, site):
     address = haboob(recheck=0.0)
     assert fetch(address, "/")[1] == b"<h1>home</h1>"

@@ -37,6 +37,9 @@ def root(tmp_path):
 def test_files_directories_and_redirects(root):
     assert resolve(root, "/") == ("file", os.path.join(os.path.realpath(root), "index.html"))
     assert resolve(root, "/docs") == ("redirect", "/docs/")
+    # never "//docs/": a browser would take that for a reference to host "docs"
+    assert resolve(root, "//docs") == ("redirect", "/docs/")
+    assert resolve(root, "///docs") == ("redirect", "/docs/")
     assert resolve(root, "/docs/")[1].endswith("docs/index.html")
     assert resolve(root, "/a%20file.txt")[1].endswith("a file.txt")
     assert resolve(root, "/inside-link")[1].endswith("a file.txt")
