@@ -148,8 +148,8 @@ def test_large_files_go_by_sendfile_and_ranges_work(site):
 
 @pytest.mark.parametrize("wanted", ["bytes=\xb2-5", "bytes=-\xb9", "bytes=0-\xb3"])
 def test_a_range_of_superscript_digits_is_ignored_at_once(site, wanted):
-    """"²" passes str.isdigit, not int: such a Range is no range (RFC 9110 14.2), so the
-    whole file, at once; a large file's descriptor is closed as for any answer."""
+    """A superscript digit passes str.isdigit, not int: such a Range is no range (RFC 9110
+    14.2), so the whole file, at once; a large file's descriptor is closed as for any answer."""
     before = len(os.listdir("/proc/self/fd"))
     rt = seda.Runtime()
     address = build(rt, Options(root=str(site), port=0)).address
