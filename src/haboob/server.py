@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import time
+import traceback
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import unquote
@@ -177,6 +178,18 @@ def answer(req: Any, entry: Entry, body: Any = None) -> None:
         req.respond(entry.ok)
 
 
+def failed(stage: Any, ev: Any) -> None:
+    """Handling ``ev`` raised: counted and logged as the runtime counts a handler's error
+    (``Stage.failed``), and a request answered 500 at once, where it would otherwise wait for
+    the response timeout. The caller goes on with the rest of its batch."""
+    stage.failed(f"{ev!r}\n{traceback.format_exc().rstrip()}")
+    if not isinstance(ev, _Loaded):
+        # (a second answer to a request answered already is dropped by its connection; one
+        # whose connection itself fails has nobody left to tell)
+        with contextlib.suppress(Exception):
+            ev.respond(responses.server_error())
+
+
 def forward(sink: Any, req: Any) -> None:
     """Pass ``req`` on; a stage that refuses it (overload) has it answered 503 at once."""
     try:
@@ -278,7 +291,7 @@ class PageCacheStage(seda.EventHandler):
 
     def init(self, ctx: Any) -> None:
         self.miss = ctx.runtime.sink("haboob.miss")
-        self.own = ctx.stage.sink
+        self.stage, self.own = ctx.stage, ctx.stage.sink
         if not self.options.allow_outside:
             self.root = RootDir(self.options.root)  # type: ignore[arg-type]  # static: set
 
@@ -375,38 +388,46 @@ class PageCacheStage(seda.EventHandler):
         return entry if entry.rechecking else None
 
     def handle_events(self, events: list) -> None:
+        # Each event is handled on its own (a try each, free in Python 3.11 until it raises):
+        # one that raises is answered 500 and its batch-mates are still answered, at once.
         hits, now, cache = [], time.monotonic(), self.cache
         for ev in events:
-            kind = type(ev)
-            if kind is _Loaded:
-                self._keep(ev.entry)
-                continue
-            if kind is _Fresh or kind is _Gone or kind is _Due:
-                held = cache.entries.get(ev.entry.key)
-                if held is not None and held[0] is ev.entry:   # not replaced meanwhile
-                    if kind is _Fresh:
-                        self._renew(ev.entry, ev.checked)
-                    elif kind is _Gone:
-                        cache.remove(ev.entry.key)
-                    elif now - ev.entry.checked > self.options.recheck:  # (not renewed since)
-                        self._stale(ev.entry, now)
-                continue
-            if ev.method not in _GET_HEAD:
-                ev.respond(responses.method_not_allowed(_GET_HEAD))
-                continue
-            entry = cache.get(ev.path)
-            if entry is not None and now - entry.checked > self.options.recheck:
-                entry = self._stale(entry, now)
-            if entry is None:
-                entry = self._load_nowait(ev.path, now)
-            if entry is None:
-                forward(self.miss, ev)
-            else:
-                hits.append((entry.size, entry, ev))
+            try:
+                kind = type(ev)
+                if kind is _Loaded:
+                    self._keep(ev.entry)
+                    continue
+                if kind is _Fresh or kind is _Gone or kind is _Due:
+                    held = cache.entries.get(ev.entry.key)
+                    if held is not None and held[0] is ev.entry:   # not replaced meanwhile
+                        if kind is _Fresh:
+                            self._renew(ev.entry, ev.checked)
+                        elif kind is _Gone:
+                            cache.remove(ev.entry.key)
+                        elif now - ev.entry.checked > self.options.recheck:  # (not renewed)
+                            self._stale(ev.entry, now)
+                    continue
+                if ev.method not in _GET_HEAD:
+                    ev.respond(responses.method_not_allowed(_GET_HEAD))
+                    continue
+                entry = cache.get(ev.path)
+                if entry is not None and now - entry.checked > self.options.recheck:
+                    entry = self._stale(entry, now)
+                if entry is None:
+                    entry = self._load_nowait(ev.path, now)
+                if entry is None:
+                    forward(self.miss, ev)
+                else:
+                    hits.append((entry.size, entry, ev))
+            except Exception:
+                failed(self.stage, ev)
         if len(hits) > 1:
             hits.sort(key=lambda h: h[0])
         for _, entry, req in hits:
-            answer(req, entry)
+            try:
+                answer(req, entry)
+            except Exception:
+                failed(self.stage, req)
 
 
 class CacheMiss(seda.EventHandler):
@@ -416,6 +437,7 @@ class CacheMiss(seda.EventHandler):
         self.options, self.fallback = options, fallback
 
     def init(self, ctx: Any) -> None:
+        self.stage = ctx.stage
         self.cache = ctx.runtime.sink("haboob.cache")
         self.closer = ctx.runtime.sink("haboob.close")
 
@@ -423,6 +445,12 @@ class CacheMiss(seda.EventHandler):
         if type(req) is _Recheck:
             self._recheck(req.entry)
             return
+        try:
+            self._serve(req)
+        except Exception:
+            failed(self.stage, req)
+
+    def _serve(self, req: Any) -> None:
         options = self.options
         try:
             kind, path = resolve(options.root, req.path, allow_outside=options.allow_outside)
@@ -442,23 +470,31 @@ class CacheMiss(seda.EventHandler):
         except OSError:
             req.respond(responses.not_found())
             return
-        st = os.fstat(fd)
-        if st.st_size > options.max_entry:   # too big to keep: sendfile from this descriptor
-            sending = []
-
-            def body(offset: int, count: int) -> FileBody:
-                sending.append(True)
-                return FileBody(fd, offset, count, self.closer, fd)
-
-            answer(req, Entry(req.path, path, st, b""), body)
-            if not sending or req.method == "HEAD":
-                os.close(fd)                 # 304, 416 or HEAD: no FileSegment will carry it
-            return
+        # The descriptor is closed here, whatever happens, unless an answer that carries it
+        # went out: then haboob.close closes it once sent (or abandoned with its connection).
+        handed = False
         try:
-            body = os.pread(fd, st.st_size, 0)
+            st = os.fstat(fd)
+            if st.st_size > options.max_entry:   # too big to keep: sendfile from it
+                sending = []
+                head = req.method == "HEAD"
+
+                def body(offset: int, count: int) -> FileBody:
+                    if head:
+                        # no byte of it is sent: closed here, and nothing to tell haboob.close
+                        # (an answer that went unsent would, and it would close it twice)
+                        return FileBody(fd, offset, count)
+                    sending.append(True)
+                    return FileBody(fd, offset, count, self.closer, fd)
+
+                answer(req, Entry(req.path, path, st, b""), body)
+                handed = bool(sending)           # (not so for 304, 416 and HEAD)
+                return
+            data = os.pread(fd, st.st_size, 0)
         finally:
-            os.close(fd)
-        entry = Entry(req.path, path, st, body)
+            if not handed:
+                os.close(fd)
+        entry = Entry(req.path, path, st, data)
         self.cache.enqueue_lossy(_Loaded(entry))
         answer(req, entry)
 

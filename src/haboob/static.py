@@ -27,15 +27,17 @@ def resolve(root: str, url_path: str, *, allow_outside: bool = False) -> tuple[s
 
     Refuses with 403 anything that could leave the root: ``..`` segments in any encoding,
     backslashes, NUL, and symbolic links pointing outside (unless ``allow_outside``); 404 for
-    what does not exist. A directory without its trailing slash redirects to it; with one it
-    serves its index.html."""
+    what does not exist. A directory without its trailing slash redirects to it (with one
+    leading slash); with one it serves its index.html."""
     decoded, relative = _relative(url_path)
     base = _real_root(root)
     real, mode = _followed(os.path.join(base, relative))
     if stat.S_ISDIR(mode):
         if not decoded.endswith("/"):
             _inside(real, base, allow_outside)
-            return "redirect", url_path + "/"
+            # One leading slash, however many came: "//dir/" would be a network-path
+            # reference, which a browser takes to host "dir" (an open redirect).
+            return "redirect", "/" + url_path.lstrip("/") + "/"
         real, mode = _followed(os.path.join(real, "index.html"))
         if not stat.S_ISREG(mode):
             raise Refused(404, "no index.html in the directory")
@@ -244,20 +246,32 @@ UNSATISFIABLE = "unsatisfiable"
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     """A single ``Range: bytes=`` as inclusive ``(first, last)``; None to send the whole file
-    (no header, a malformed one, or several ranges, which a server may ignore); UNSATISFIABLE
-    for 416."""
-    if header is None or not header.startswith("bytes=") or "," in header:
+    (no header, a malformed one, several ranges, which a server may ignore, or an empty
+    file); UNSATISFIABLE for 416."""
+    # (the unit is case-insensitive, RFC 9110 14.1: "Bytes=0-9" is a range too)
+    if header is None or header[:6].lower() != "bytes=" or "," in header:
+        return None
+    if size == 0:
+        # An empty file has no byte a range could name, so no range of it is satisfiable;
+        # but a 416 would refuse the client a file it can simply have: send it whole
+        # (nothing, with 200) as nginx does (RFC 9110 14.2 lets a server ignore Range).
         return None
     first, sep, last = header[6:].strip().partition("-")
-    if not sep or not (first or last) or not (first or "0").isdigit() \
-            or not (last or "0").isdigit():
+    if not sep or not (first or last) or not _digits(first or "0") \
+            or not _digits(last or "0"):
         return None
     if not first:                            # a suffix: the last n bytes
         n = int(last)
-        return (max(0, size - n), size - 1) if n > 0 and size > 0 else UNSATISFIABLE
+        return (max(0, size - n), size - 1) if n > 0 else UNSATISFIABLE
     start = int(first)
     if last and int(last) < start:
         return None                          # syntactically invalid: ignore the header
     if start >= size:
         return UNSATISFIABLE
     return start, min(int(last) if last else size - 1, size - 1)
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is a number of ASCII digits: ``str.isdigit`` alone takes the Latin-1
+    superscripts ("²") too, which ``int`` refuses."""
+    return text.isascii() and text.isdigit()

@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -98,6 +99,7 @@ def test_static_files_cache_and_validators(haboob, site):
     assert r.status == 200 and body == b"" and r.getheader("content-length") == "13"
     r, body = fetch(address, "/", {"Range": "bytes=4-7"})
     assert r.status == 206 and body == b"home" and r.getheader("content-range") == "bytes 4-7/13"
+    assert fetch(address, "/", {"Range": "Bytes=4-7"})[1] == b"home"     # any case
     assert fetch(address, "/", {"Range": "bytes=100-"})[0].status == 416
     r, _ = fetch(address, "/dir")
     assert r.status == 301 and r.getheader("location") == "/dir/"
@@ -135,12 +137,122 @@ def test_large_files_go_by_sendfile_and_ranges_work(site):
         data = (site / "big.bin").read_bytes()
         r, body = fetch(address, "/big.bin")
         assert r.status == 200 and body == data
-        r, body = fetch(address, "/big.bin", {"Range": "bytes=1000-1999"})
-        assert r.status == 206 and body == data[1000:2000]
+        for unit in ("bytes", "BYTES"):
+            r, body = fetch(address, "/big.bin", {"Range": f"{unit}=1000-1999"})
+            assert r.status == 206 and body == data[1000:2000]
         assert fetch(address, "/big.bin", method="HEAD")[0].status == 200
     finally:
         rt.stop()                            # drains the closer's queue too
     assert len(os.listdir("/proc/self/fd")) == before    # every descriptor closed
+
+
+@pytest.mark.parametrize("wanted", ["bytes=\xb2-5", "bytes=-\xb9", "bytes=0-\xb3"])
+def test_a_range_of_superscript_digits_is_ignored_at_once(site, wanted):
+    """A superscript digit passes str.isdigit, not int: such a Range is no range (RFC 9110
+    14.2), so the whole file, at once; a large file's descriptor is closed as for any answer."""
+    before = len(os.listdir("/proc/self/fd"))
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0)).address
+    rt.start()
+    try:
+        for path in ("/index.html", "/big.bin"):
+            for _ in range(2):                  # (loaded, then cached: the two ways)
+                r, body = fetch(address, path, {"Range": wanted})
+                assert r.status == 200 and body == (site / path[1:]).read_bytes()
+    finally:
+        rt.stop()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+class Asked:
+    """A request handed to a stage directly, as the HTTP stage hands one: its answer is kept
+    and waited for."""
+
+    method, query = "GET", ""
+
+    def __init__(self, path, headers=()):
+        self.path = self.target = path
+        self.headers = list(headers)
+        self.answered = threading.Event()
+        self.response = None
+
+    def respond(self, response):
+        self.response = response
+        self.answered.set()
+
+
+def failing_ranges(monkeypatch):
+    """Any Range has the handler raise, as a bug of its own would."""
+    import haboob.server
+
+    def byte_range(header, size):
+        if header is not None:
+            raise ValueError("a bug in byte_range")
+    monkeypatch.setattr(haboob.server, "byte_range", byte_range)
+
+
+def test_a_request_that_fails_is_answered_500_and_its_batch_mates_at_once(site, monkeypatch):
+    """One request the page cache fails on costs that request a 500 and nothing else: the
+    others of its batch (after it, by size) are answered at once, not at the response
+    timeout."""
+    (site / "small.txt").write_bytes(b"s")
+    failing_ranges(monkeypatch)
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0, recheck=60.0)).address
+    rt.start()
+    try:
+        cache = rt.stage("haboob.cache").handler.cache
+        for path in ("/small.txt", "/index.html"):
+            until(lambda path=path: fetch(address, path)[0].status == 200
+                  and path in cache.entries, "the file was never cached")
+        bad = Asked("/small.txt", [(b"range", b"bytes=0-0")])
+        good = [Asked("/index.html") for _ in range(3)]
+        rt.sink("haboob.cache").enqueue_many([bad, *good])    # one batch
+        for req in (bad, *good):
+            assert req.answered.wait(WAIT)
+        assert bad.response.status == 500
+        assert [req.response.status for req in good] == [200] * 3
+        assert rt.stats()["haboob.cache"]["errors"] == 1
+    finally:
+        rt.stop()
+
+
+def test_a_failure_on_a_large_file_is_answered_500_and_closes_its_descriptor(site, monkeypatch):
+    """CacheMiss opens a file too large to cache before it answers: a failure while
+    answering costs the request a 500 (not the response timeout's) and the descriptor is
+    closed all the same."""
+    failing_ranges(monkeypatch)
+    before = len(os.listdir("/proc/self/fd"))
+    rt = seda.Runtime()
+    address = build(rt, Options(root=str(site), port=0)).address
+    rt.start()
+    try:
+        for method in ("GET", "GET", "HEAD"):
+            r, _ = fetch(address, "/big.bin", {"Range": "bytes=0-9"}, method)
+            assert r.status == 500
+        r, body = fetch(address, "/big.bin")
+        assert r.status == 200 and body == (site / "big.bin").read_bytes()
+    finally:
+        rt.stop()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_range_of_an_empty_file_gets_it_whole(haboob, site):
+    (site / "empty.txt").write_bytes(b"")
+    address = haboob()
+    for _ in range(2):                          # (loaded, then cached)
+        r, body = fetch(address, "/empty.txt", {"Range": "bytes=0-9"})
+        assert (r.status, body, r.getheader("content-length")) == (200, b"", "0")
+
+
+@pytest.mark.parametrize("target, location", [
+    ("//dir", "/dir/"), ("///dir", "/dir/"), ("//dir?x=1", "/dir/?x=1"), ("/dir?x=1", "/dir/?x=1"),
+])
+def test_a_directory_redirect_stays_on_this_host(haboob, target, location):
+    """The Location of a directory's redirect never starts with "//": that is a
+    network-path reference, which a browser follows to the host named "dir"."""
+    r, _ = fetch(haboob(), target)
+    assert r.status == 301 and r.getheader("location") == location
 
 
 def test_a_changed_file_is_seen(haboob, site):

@@ -37,6 +37,9 @@ def root(tmp_path):
 def test_files_directories_and_redirects(root):
     assert resolve(root, "/") == ("file", os.path.join(os.path.realpath(root), "index.html"))
     assert resolve(root, "/docs") == ("redirect", "/docs/")
+    # never "//docs/": a browser would take that for a reference to host "docs"
+    assert resolve(root, "//docs") == ("redirect", "/docs/")
+    assert resolve(root, "///docs") == ("redirect", "/docs/")
     assert resolve(root, "/docs/")[1].endswith("docs/index.html")
     assert resolve(root, "/a%20file.txt")[1].endswith("a file.txt")
     assert resolve(root, "/inside-link")[1].endswith("a file.txt")
@@ -174,6 +177,15 @@ def test_preconditions(tmp_path):
     ("bytes=95-200", (95, 99)), ("bytes=100-", UNSATISFIABLE), ("bytes=-0", UNSATISFIABLE),
     ("bytes=-500", (0, 99)), ("bytes=5-2", None), ("bytes=0-1,5-6", None), ("items=0-1", None),
     ("bytes=a-b", None), ("bytes=-", None),
+    # Latin-1 superscripts pass str.isdigit but are no numbers: the header is ignored
+    ("bytes=\xb2-5", None), ("bytes=-\xb9", None), ("bytes=0-\xb3", None),
+    ("Bytes=0-9", (0, 9)), ("BYTES=-10", (90, 99)),       # the unit in any case
 ])
 def test_byte_ranges(header, expected):
     assert byte_range(header, 100) == expected
+
+
+@pytest.mark.parametrize("header", ["bytes=0-9", "bytes=0-", "bytes=-5", "bytes=-0"])
+def test_a_range_of_an_empty_file_sends_it_whole(header):
+    """No range of nothing is satisfiable; the whole of it is sent (200), as nginx does."""
+    assert byte_range(header, 0) is None
