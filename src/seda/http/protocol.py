@@ -391,6 +391,13 @@ class ServerProtocol:
             self._url = b""
             self._headers = []
             self._expect = False
+            if end < 0:
+                line = data.find(b"\r\n")
+                if line >= 0 and data.count(b" ", 0, line) < 2:
+                    # HTTP/0.9's request line names no version ("GET /"), and its client
+                    # sends no empty line after it: llhttp would wait for one until the
+                    # header timeout. Refused at once, as it is with the empty line.
+                    raise _Refuse(responses.version_not_supported())
         else:
             end = data.find(b"\r\n\r\n")
             whole = None

@@ -164,6 +164,19 @@ def test_http_1_2_is_served_as_1_1_and_major_versions_get_505():
         assert c.statuses() == [505] and c.closed
 
 
+def test_an_http_0_9_request_gets_505_at_once_though_no_empty_line_follows():
+    """HTTP/0.9's client sends its request line alone and waits: it is answered now, not at
+    the header timeout. A head whose lines come in pieces is not taken for one."""
+    for request in (b"GET /\r\n", b"GET /\r\n\r\n"):
+        c = Conn()
+        c.send(request)
+        assert c.statuses() == [505] and c.closed, request
+    c = Conn()
+    assert c.send(b"GET / HTTP/1.1\r\n") == [] and c.statuses() == []
+    (req,) = c.send(b"Host: x\r\n\r\n")
+    assert req.version == "1.1"
+
+
 def test_http_1_0_closes_unless_asked_to_keep_alive():
     c = Conn()
     (req,) = c.send(b"GET / HTTP/1.0\r\n\r\n")
