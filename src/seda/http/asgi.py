@@ -216,7 +216,7 @@ class AsgiHandler(EventHandler):
         (uvicorn gives a forwarded client port 0), else as the connection is."""
         peer = req.peer
         scheme = client = None
-        if self.proxies is not None:
+        if req.proxied and self.proxies is not None:
             scheme, client = self.proxies.forwarded(peer, req.headers)
         if client is not None:
             where: tuple[str, int] | None = (client, 0)
@@ -458,8 +458,9 @@ class _Exchange:
         if self.head_only:
             self._answer_head(self.counted)
         else:
-            self.counted = len(body)
-            self._check_length(False)
+            if self.head.length not in (None, len(body)):
+                self.counted = len(body)
+                self._check_length(False)
             self.req.respond(self.head.whole(status, body))
         self._completed()
 

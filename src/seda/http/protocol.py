@@ -133,13 +133,16 @@ class _Head:
         self.parts: _Parts | None = None       # for an HttpRequest: made by the first
 
 
-#: What an HttpRequest takes from its head: method, target, path, query and header fields.
-_Parts: TypeAlias = "tuple[str, str, str, str, tuple[tuple[bytes, bytes], ...]]"
+#: What an HttpRequest takes from its head: method, target, path, query, header fields and
+#: whether any is a proxy's X-Forwarded-*.
+_Parts: TypeAlias = "tuple[str, str, str, str, tuple[tuple[bytes, bytes], ...], bool]"
 
 
 def _request_parts(method: bytes, url: bytes, headers: Iterable[tuple[bytes, bytes]]) -> _Parts:
     """The target split into path and query (``#fragment`` dropped); an absolute-form target's
-    host replaces the Host field (RFC 9112 3.2.2)."""
+    host replaces the Host field (RFC 9112 3.2.2). Whether a proxy's fields are there is
+    looked at here, once for a head that comes again, rather than for every request by those
+    who may believe them (forwarded.py)."""
     target = url.decode("latin-1")
     if "#" in target:                          # a fragment is the client's business
         target = target.partition("#")[0]
@@ -158,7 +161,9 @@ def _request_parts(method: bytes, url: bytes, headers: Iterable[tuple[bytes, byt
             host = parsed.host if parsed.port is None else b"%s:%d" % (parsed.host,
                                                                         parsed.port)
             headers = [(k, host if k == b"host" else v) for k, v in headers]
-    return method.decode("ascii"), target, path, query, tuple(headers)
+    fields = tuple(headers)
+    proxied = any(k[:12] == b"x-forwarded-" for k, _ in fields)
+    return method.decode("ascii"), target, path, query, fields, proxied
 
 
 class Logged:
@@ -719,12 +724,12 @@ class ServerProtocol:
             parts = _request_parts(self._method, self._url, self._headers)
             if head is not None:
                 head.parts = parts
-        method, target, path, query, headers = parts
+        method, target, path, query, headers, proxied = parts
         seq = self.next_seq
         self.next_seq += 1
         return HttpRequest(
             method, target, path, query, list(headers), body, self._version, self.connection,
-            seq, self._keep, self.peer, self.scheme, self._upgrade)
+            seq, self._keep, self.peer, self.scheme, self._upgrade, proxied)
 
     def _dispatch(self, request: HttpRequest) -> None:
         request.owed_since = self._now

@@ -33,7 +33,8 @@ class HttpRequest:
     chunked body are in ``trailers`` once the body is complete, never among the headers.
     ``scheme`` is "https" on a TLS connection; ``peer`` is the client's address.
     ``upgrade``: an HTTP/1.1 head with an Upgrade field that its Connection names (the
-    client asks to switch protocols), noted as it was parsed.
+    client asks to switch protocols), noted as it was parsed; ``proxied``: an X-Forwarded-*
+    field is among the headers (for a ``seda.http.Proxies`` to read, if it believes the peer).
     The server answers 500 itself if the application has not answered within
     ``Limits.response_timeout`` of ``owed_since`` (the server's ``time.monotonic()`` when the
     request was handed over, or when its streamed body ended), unless the request is
@@ -41,18 +42,19 @@ class HttpRequest:
     poll), sets that."""
 
     __slots__ = ("body", "connection", "headers", "keep_alive", "method", "owed_since", "path",
-                 "patient", "peer", "query", "scheme", "seq", "stream", "target", "trailers",
-                 "upgrade", "version")
+                 "patient", "peer", "proxied", "query", "scheme", "seq", "stream", "target",
+                 "trailers", "upgrade", "version")
     owed_since: float                  # set by the protocol as it hands the request over
 
     def __init__(self, method: str, target: str, path: str, query: str,
                  headers: list[tuple[bytes, bytes]], body: bytes, version: str,
                  connection: Responder, seq: int, keep_alive: bool, peer: Any = None,
-                 scheme: str = "http", upgrade: bool = False) -> None:
+                 scheme: str = "http", upgrade: bool = False, proxied: bool = False) -> None:
         self.method, self.target, self.path, self.query = method, target, path, query
         self.headers, self.body, self.version = headers, body, version
         self.connection, self.seq, self.keep_alive = connection, seq, keep_alive
         self.peer, self.scheme, self.upgrade = peer, scheme, upgrade
+        self.proxied = proxied
         self.stream: BodyReader | None = None
         self.trailers: list[tuple[bytes, bytes]] | tuple[()] = ()
         self.patient = False

@@ -182,7 +182,9 @@ class WsgiHandler(EventHandler):
         env["SERVER_PROTOCOL"] = _PROTOCOLS.get(req.version) or f"HTTP/{req.version}"
         env["REMOTE_ADDR"] = str(peer[0])
         env["REMOTE_PORT"] = str(peer[1]) if len(peer) > 1 else ""
-        scheme = None if self.proxies is None else self.proxies.forwarded(peer, req.headers)[0]
+        scheme = None
+        if req.proxied and self.proxies is not None:
+            scheme = self.proxies.forwarded(peer, req.headers)[0]
         env["wsgi.url_scheme"] = scheme or self.url_scheme or req.scheme
         env["wsgi.input"] = req.stream if req.stream is not None else io.BytesIO(req.body)
         env.update(self.fields.get(tuple(req.headers)))
