@@ -293,12 +293,20 @@ class _Exchange:
         try:
             result = self.handler.app(env, self.start_response)
             kind = type(result)
-            if (kind is list or kind is tuple) and self.stream is None and not self.head_only:
+            whole = kind is list or kind is tuple
+            if whole and self.stream is None and not self.head_only:
                 self.pieces += result              # whole: joined once, in _finish
                 self._finish()
             elif kind is not FileWrapper or not self._send_file(result):
                 for piece in result:
                     self.write(piece)
+                    if self.head_only and self.counted and not whole:
+                        # A body made piece by piece may take long or never end (an event
+                        # stream), and a GET's would go chunked from its first piece: so
+                        # does a HEAD's head, without a length (RFC 9110 9.3.2), and the
+                        # rest is not asked for (the iterable is closed below). 0: no length.
+                        self.counted = 0
+                        break
                 self._finish()
         except ConnectionError:
             if self.stream is None or not self.stream.gone:

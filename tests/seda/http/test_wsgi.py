@@ -145,15 +145,39 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
 
 def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
     """An application that answers HEAD with an empty body says nothing of the GET's length:
-    a Content-Length of 0 would be wrong (RFC 9110 8.6). One that sends the body gets its
-    length, as a GET would; the connection goes on after either."""
+    a Content-Length of 0 would be wrong (RFC 9110 8.6). One that sends the body whole gets
+    its length, as a GET would; the connection goes on after either."""
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])
         aware = environ["REQUEST_METHOD"] == "HEAD" and environ["PATH_INFO"] == "/aware"
         return [] if aware else [b"twelve bytes"]
 
-    # (the GET is chunked: the validator's iterable is not known to be whole)
-    check_head_lengths(run(rt, app), b"twelve bytes\r\n0\r\n\r\n")
+    # (without the validator, whose iterable is not known to be whole)
+    check_head_lengths(plain_run(rt, app), b"twelve bytes")
+
+
+def test_head_of_a_body_made_piece_by_piece_is_answered_with_the_first_piece(rt):
+    """An endless stream (an event feed) answers HEAD as soon as its first piece is made,
+    without a length, as its GET goes chunked from there; the iterable is closed at once, not
+    run until the response timeout. A body that ends gives its first piece the same way."""
+    closed = threading.Event()
+
+    def feed(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+
+        def events():
+            try:
+                while True:
+                    yield b"data: tick\n\n"
+            finally:
+                closed.set()
+        return events()
+
+    address = plain_run(rt, feed)
+    r, data = get(address, "HEAD")
+    assert (r.status, data, r.getheader("content-length")) == (200, b"", None)
+    assert r.getheader("transfer-encoding") is None
+    assert closed.wait(WAIT)
 
 
 def test_a_wrong_content_length_never_sends_bytes_past_it(rt):
