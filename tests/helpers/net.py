@@ -53,6 +53,26 @@ def until(value: Callable[[], Any], ok: Callable[[Any], bool]) -> Any:
     return v
 
 
+def check_field_rules(address) -> None:
+    """The answers of an application (WSGI or ASGI) that answers ``/103``, ``/100`` and
+    ``/600`` with those statuses, ``/differ`` with two different Content-Lengths, ``/equal``
+    with the same one twice, ``/204`` with a 204 and a Content-Length, and ``/dated`` and
+    ``/dated-stream`` (whole and streamed) with a Date of 2001, each otherwise with "hello":
+    a 500 for the first four, one Content-Length, none on a 204 (GET or HEAD), and only the
+    application's Date (RFC 9110 5.3, 8.6, 15)."""
+    ask_ = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    for path in (b"/103", b"/100", b"/600", b"/differ"):
+        assert raw(address, ask_ % path).startswith(b"HTTP/1.1 500"), path
+    equal = raw(address, ask_ % b"/equal")
+    assert equal.lower().count(b"content-length") == 1 and equal.endswith(b"\r\n\r\nhello")
+    for request in (ask_ % b"/204", b"HEAD /204 HTTP/1.1\r\nHost: x\r\n\r\n"):
+        none = raw(address, request)
+        assert none.startswith(b"HTTP/1.1 204") and b"content-length" not in none.lower()
+    for path in (b"/dated", b"/dated-stream"):
+        dated = raw(address, ask_ % path).lower()
+        assert dated.count(b"\r\ndate:") == 1 and b"date: mon, 01 jan 2001" in dated, path
+
+
 def check_head_lengths(address, last: bytes) -> None:
     """The answers to HEAD of an application that answers ``/aware``'s HEAD with an empty body
     and ``/plain``'s with its 12-byte body: no length it does not know for the first (a

@@ -291,9 +291,9 @@ class AnswerHead(NamedTuple):
     def whole(self, status: int, body: bytes, reason: str | None = None) -> Answer:
         """The whole answer with ``body``: from the ready lines where it can be (``prepared``),
         else a Response, which takes a reason phrase, acts on a Connection or Date field and
-        sends no body where the status has none. A declared Content-Length is never exceeded: a body
-        past it is cut there, and one short of it goes with a close, so that the client sees
-        it cut short rather than complete-looking."""
+        sends no body where the status has none. A declared Content-Length is never exceeded:
+        a body past it is cut there, and one short of it goes with a close, so that the client
+        sees it cut short rather than complete-looking."""
         bodied = status not in NO_BODY
         if reason is None and bodied:
             answer = self.prepared(status, body)

@@ -20,7 +20,7 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
-from tests.helpers.net import check_head_lengths, raw
+from tests.helpers.net import check_field_rules, check_head_lengths, raw
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -451,19 +451,8 @@ def test_fields_that_must_not_repeat_or_must_not_be_sent_are_not(rt):
         await send({"type": "http.response.body", "body": b"lo" if path == "/dated-stream"
                     else b"hello"})
 
-    address = run(rt, app)
-    ask_ = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    for path in (b"/103", b"/100", b"/600", b"/differ"):
-        assert raw(address, ask_ % path).startswith(b"HTTP/1.1 500"), path
+    check_field_rules(run(rt, app))
     assert refused == ["/103", "/100", "/600", "/differ"]
-    equal = raw(address, ask_ % b"/equal")
-    assert equal.lower().count(b"content-length") == 1 and equal.endswith(b"\r\n\r\nhello")
-    for request in (ask_ % b"/204", b"HEAD /204 HTTP/1.1\r\nHost: x\r\n\r\n"):
-        none = raw(address, request)
-        assert none.startswith(b"HTTP/1.1 204") and b"content-length" not in none.lower()
-    for path in (b"/dated", b"/dated-stream"):
-        dated = raw(address, ask_ % path).lower()
-        assert dated.count(b"\r\ndate:") == 1 and b"date: mon, 01 jan 2001" in dated, path
 
 
 def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_splits(rt):

@@ -16,7 +16,7 @@ import pytest
 from seda.http import Limits, kept, mount, serve
 
 from tests.helpers import WAIT
-from tests.helpers.net import ask, check_head_lengths, raw
+from tests.helpers.net import ask, check_field_rules, check_head_lengths, raw
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -332,18 +332,7 @@ def test_fields_that_must_not_repeat_or_must_not_be_sent_are_not(rt):
             return iter([b"hel", b"lo"])
         return [b"hello"]
 
-    address = plain_run(rt, app)
-    ask_ = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    for path in (b"/103", b"/100", b"/600", b"/differ"):
-        assert raw(address, ask_ % path).startswith(b"HTTP/1.1 500"), path
-    equal = raw(address, ask_ % b"/equal")
-    assert equal.lower().count(b"content-length") == 1 and equal.endswith(b"\r\n\r\nhello")
-    for request in (ask_ % b"/204", b"HEAD /204 HTTP/1.1\r\nHost: x\r\n\r\n"):
-        none = raw(address, request)
-        assert none.startswith(b"HTTP/1.1 204") and b"content-length" not in none.lower()
-    for path in (b"/dated", b"/dated-stream"):
-        dated = raw(address, ask_ % path).lower()
-        assert dated.count(b"\r\ndate:") == 1 and b"date: mon, 01 jan 2001" in dated, path
+    check_field_rules(plain_run(rt, app))
 
 
 def test_start_response_fields_are_read_once_for_the_same_fields(rt, monkeypatch):
