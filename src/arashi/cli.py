@@ -143,7 +143,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-size", type=int, default=32 * 2**20, metavar="BYTES",
                        help="largest message taken (default %(default)s)")
     serve.add_argument("--smtp-timeout", type=_positive, default=300.0, metavar="SECONDS",
-                       help="close a client silent this long (default %(default)s)")
+                       help="close a client silent this long, between commands or "
+                       "inside a message (default %(default)s)")
     serve.add_argument("--redis", metavar="URL",
                        help="share mail delivery with every node given the same Redis "
                        "(redis://HOST:6379/0): mail accepted here may be stored by any node, "
@@ -249,6 +250,7 @@ def _serve(args: argparse.Namespace) -> None:
     options = _options(args, smtp_bind=args.smtp_bind,
                        domains=tuple(args.domain or default_domains()),
                        limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
+                       data_timeout=args.smtp_timeout,
                        web_bind=args.bind, target_p90=None if args.target_p90 is None
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,
                        admission=args.admission or "bound",

@@ -91,7 +91,10 @@ class SMTPServer:
                  limits: Limits | None = None) -> None:
         self.hostname = hostname
         self.domains = frozenset(d.lower().rstrip(".") for d in domains)
-        self.limits = limits or Limits()
+        self.limits = limits = limits or Limits()
+        # the most a message may take on the wire: its size, the dots doubled for
+        # transparency (at most a third more) and room for the line that ends it
+        self._wire_max = limits.max_size + limits.max_size // 3 + 2 * limits.max_line
         self.state = GREETING
         self.waiting: Recipient | Mail | None = None   # the question we wait on
         self.errors = 0
@@ -300,7 +303,10 @@ class SMTPServer:
         end = body.find(b"\r\n.\r\n", max(0, self._scan))
         if end < 0:
             self._scan = max(0, len(body) - 4)
-            if len(body) > self.limits.max_size + 2 * self.limits.max_line:
+            # The size counts the message as it is stored, without the dots doubled for
+            # transparency (RFC 1870 4), which add at most a third (".\r\n" sent as "..\r\n"):
+            # only past that can the message not fit.
+            if len(body) > self._wire_max:
                 self._dropped += len(body) - 4        # too big: keep only what may end it
                 del body[:-4]
                 self._scan = 0
@@ -312,11 +318,15 @@ class SMTPServer:
             self._reset()
             out.append(Reply(552, "5.3.4 message too big"))
             return True
-        if max(map(len, raw.split(b"\n"))) >= self.limits.max_line:
+        data = raw.replace(b"\r\n.", b"\r\n")
+        # a text line's limit does not count the dot doubled for transparency (RFC 5321
+        # 4.5.3.1.6); after DATA, 554 says the transaction failed (4.3.2: 500 is no reply there)
+        if max(map(len, data.split(b"\n"))) >= self.limits.max_line:
             self._reset()
-            out.append(Reply(500, "5.5.2 line too long"))
+            out.append(Reply(554, "5.6.0 a line of the message is longer than "
+                              f"{self.limits.max_line - 2} characters"))
             return True
-        data = raw.replace(b"\r\n.", b"\r\n")[2:]
+        data = data[2:]
         if len(data) > self.limits.max_size:
             self._reset()
             out.append(Reply(552, "5.3.4 message too big"))
@@ -350,6 +360,8 @@ class SMTPServer:
         return self._close(221, f"2.0.0 {self.hostname} closing connection")
 
     def _vrfy(self, arg: str) -> list[Any]:
+        if not arg:                            # (RFC 5321 4.1.1.6: VRFY names someone)
+            return self._error(501, "5.5.4 VRFY needs an argument")
         return [Reply(252, "2.5.2 cannot VRFY user, but will accept message and attempt "
                       "delivery")]
 

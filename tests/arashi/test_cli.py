@@ -79,7 +79,7 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
     arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
     proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(tmp_path),
                              "--smtp-bind", "127.0.0.1:0", "--bind", "127.0.0.1:0",
-                             "--domain", "example.org"],
+                             "--domain", "example.org", "--smtp-timeout", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -87,6 +87,14 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
         host, port = line.split()[4].rsplit(":", 1)
         with smtplib.SMTP(host, int(port), timeout=WAIT) as smtp:
             smtp.sendmail("x@else.test", ["alice@example.org"], b"Subject: hi\r\n\r\nx\r\n")
+        # --smtp-timeout holds inside a message too: a client silent there gets 421
+        with smtplib.SMTP(host, int(port), timeout=WAIT) as smtp:
+            smtp.ehlo()
+            smtp.mail("x@else.test")
+            smtp.rcpt("alice@example.org")
+            assert smtp.docmd("DATA")[0] == 354
+            smtp.send(b"Subject: never ended\r\n")
+            assert smtp.getreply()[0] == 421
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=WAIT)
     finally:

@@ -125,11 +125,30 @@ def test_a_command_line_over_1000_bytes_is_500_and_the_next_line_is_read():
     assert codes(m.receive(b"NOOP " + b"x" * 993 + b"\r\n")) == [250]    # 1000: allowed
 
 
-def test_a_text_line_over_1000_bytes_refuses_the_message():
+def test_a_text_line_over_1000_bytes_refuses_the_message_the_stuffed_dot_not_counted():
+    """554 (RFC 5321 4.3.2: 500 is no reply to a message's end); the dot a client doubles at
+    a line's start is not counted (4.5.3.1.6): 998 characters and a leading dot go."""
     m = ready()
     in_transaction(m)
     m.receive(b"DATA\r\n")
-    assert codes(m.receive(b"a" * 1000 + b"\r\n.\r\n")) == [500]
+    assert codes(m.receive(b"a" * 999 + b"\r\n.\r\n")) == [554]
+    in_transaction(m)
+    m.receive(b"DATA\r\n")
+    events = m.receive(b".." + b"x" * 997 + b"\r\n.\r\n")     # 998 once unstuffed
+    assert codes(events) == ["Mail"] and events[0].data == b"." + b"x" * 997 + b"\r\n"
+
+
+def test_the_size_limit_counts_the_message_without_its_doubled_dots():
+    """RFC 1870 4: a message of SIZE bytes is taken though stuffing made it larger on the
+    wire (here a third larger: every line a lone dot)."""
+    m = ready(max_size=30_000)
+    in_transaction(m)
+    m.receive(b"DATA\r\n")
+    events = []
+    for _ in range(100):                               # 30,000 bytes stored, 40,000 sent
+        events += m.receive(b"..\r\n" * 100)
+    events += m.receive(b".\r\n")
+    assert codes(events) == ["Mail"] and events[0].data == b".\r\n" * 10_000
 
 
 def test_pipelined_commands_are_answered_in_order():
@@ -151,8 +170,8 @@ def test_rset_noop_vrfy_help_and_unknown_commands():
     assert codes(m.receive(b"MAIL FROM:<a@b.c>\r\n")) == [503]
     assert codes(m.receive(b"RSET\r\n")) == [250]
     assert codes(m.receive(b"MAIL FROM:<a@b.c>\r\n")) == [250]
-    assert codes(m.receive(b"noop\r\nVRFY alice\r\nHELP\r\nEXPN x\r\nFOO\r\n")) == [
-        250, 252, 214, 502, 500]
+    commands = b"noop\r\nVRFY alice\r\nVRFY\r\nHELP\r\nEXPN x\r\nFOO\r\n"
+    assert codes(m.receive(commands)) == [250, 252, 501, 214, 502, 500]
 
 
 def test_a_refused_message_ends_its_transaction():
