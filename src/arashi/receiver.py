@@ -4,7 +4,9 @@ delivery stage, reading nothing more from that client until the answer is back.
 
 Time limits are kept here, not in the state machine: a client silent for ``timeout`` seconds
 between commands, or ``data_timeout`` within a message, gets 421 and is closed. While the
-server itself is busy answering, the clock does not run against the client.
+server itself is busy answering, the clock does not run against the client. So is the bound on
+the message bytes held over all connections (``Limits.max_held``): the client whose message
+would pass it gets 421 and is closed, and sends it again later.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ log = logging.getLogger("arashi")
 class Session:
     """One connection's conversation and its clock."""
 
-    __slots__ = ("closed", "conn", "last", "smtp", "timer")
+    __slots__ = ("closed", "conn", "held", "last", "smtp", "timer")
 
     def __init__(self, conn: Any, smtp: SMTPServer) -> None:
         self.conn, self.smtp = conn, smtp
         self.last = time.monotonic()
         self.timer: Any = None
         self.closed = False
+        self.held = 0                     # smtp.held, as last counted in the receiver's total
 
 
 class _Expired:
@@ -47,6 +50,7 @@ class SMTPReceiver(seda.EventHandler):
         self.hostname, self.domains, self.limits = hostname, domains, limits
         self.timeout, self.data_timeout = timeout, data_timeout
         self.open = self.accepted = self.timeouts = self.busy = 0
+        self.held = 0                     # message bytes held over all sessions
 
     def init(self, ctx: seda.StageContext) -> None:
         self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
@@ -59,6 +63,8 @@ class SMTPReceiver(seda.EventHandler):
             if session is not None and not session.closed:
                 session.last = time.monotonic()
                 self._carry_out(session, session.smtp.receive(ev.data))
+                if self.held > self.limits.max_held and session.smtp.in_data:
+                    self._carry_out(session, session.smtp.too_busy())
         elif kind is Answer:
             self._answered(ev)
         elif kind is Connected:
@@ -68,6 +74,8 @@ class SMTPReceiver(seda.EventHandler):
             if session is not None and not session.closed:
                 session.closed = True
                 self.open -= 1
+                self.held -= session.held
+                session.held = 0
                 if session.timer is not None:
                     session.timer.cancel()
         elif kind is _Expired:
@@ -96,6 +104,9 @@ class SMTPReceiver(seda.EventHandler):
         self._carry_out(session, events)
 
     def _carry_out(self, session: Session, events: list[Any]) -> None:
+        held = session.smtp.held          # (every call into the machine ends here)
+        self.held += held - session.held
+        session.held = held
         out = []
         while events:
             more: list[Any] = []
@@ -138,6 +149,7 @@ class SMTPReceiver(seda.EventHandler):
 
     def stats(self) -> dict:
         """Connections ``open`` now, ``accepted`` since the start, closed for ``timeouts``,
-        questions refused with 451 because the delivery stage was ``busy``."""
+        questions refused with 451 because the delivery stage was ``busy``, message bytes
+        ``held`` now."""
         return {"open": self.open, "accepted": self.accepted, "timeouts": self.timeouts,
-                "busy": self.busy}
+                "busy": self.busy, "held": self.held}

@@ -28,6 +28,10 @@ class Limits:
     max_recipients: int = 100         # per transaction (RFC 5321 4.5.3.1.8's minimum)
     max_errors: int = 20              # bad commands before the connection is closed
     max_line: int = MAX_LINE
+    # message bytes held over all connections at once (the receiver's): past it, the client
+    # whose message pushed it there gets 421 and tries later, rather than all of them
+    # growing the process without bound (eight messages of the largest size)
+    max_held: int = 8 * 32 * 2**20
 
 
 class Reply:
@@ -118,6 +122,11 @@ class SMTPServer:
     def in_data(self) -> bool:
         return self.state == DATA
 
+    @property
+    def held(self) -> int:
+        """Bytes of the client's kept here: the message being read, and what came after it."""
+        return len(self._body) + len(self._buffer)
+
     # -- what the caller calls -----------------------------------------------------------------
 
     def start(self) -> list[Any]:
@@ -162,6 +171,11 @@ class SMTPServer:
     def timed_out(self) -> list[Any]:
         """The client was silent too long: 421 and close."""
         return self._close(421, f"4.4.2 {self.hostname} timeout: closing the connection")
+
+    def too_busy(self) -> list[Any]:
+        """The server holds too much mail at once: 421 and close (the client tries later)."""
+        return self._close(421, f"4.3.1 {self.hostname} is receiving too much mail at once: "
+                           "try again later")
 
     # -- inside --------------------------------------------------------------------------------
 

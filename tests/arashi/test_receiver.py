@@ -11,6 +11,7 @@ from email.message import EmailMessage
 import pytest
 
 from arashi import mime
+from arashi.smtp import Limits
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
@@ -114,6 +115,31 @@ def test_pipelined_commands_in_one_write(data):
         codes = [line[:3] for line in received.split(b"\r\n") if line[3:4] == b" "]
         assert codes == [b"220", b"250", b"250", b"250", b"550", b"354", b"250", b"221"]
         assert [m.subject for m in inbox(service, "alice")] == ["piped"]
+
+
+def test_past_the_bytes_held_over_all_connections_the_next_message_gets_421(data):
+    """Messages being read count against one bound over all connections (Limits.max_held):
+    the client whose message passes it gets 421 and is closed, to send it again later, and
+    the one before it is still taken whole."""
+    limits = Limits(max_size=200_000, max_held=150_000)
+    with running(data, limits=limits) as service, \
+            smtplib.SMTP(*service.smtp, timeout=WAIT) as first:
+        first.ehlo()
+        first.mail("x@else.test")
+        first.rcpt("alice@example.org")
+        assert first.docmd("DATA")[0] == 354
+        first.send(b"Subject: first\r\n\r\n" + (b"y" * 98 + b"\r\n") * 1000)   # 100 KB
+        with smtplib.SMTP(*service.smtp, timeout=WAIT) as second:
+            second.ehlo()                      # (its round trips: the first's bytes are read)
+            second.mail("x@else.test")
+            second.rcpt("alice@example.org")
+            assert second.docmd("DATA")[0] == 354
+            second.send((b"z" * 98 + b"\r\n") * 1000)
+            code, text = second.getreply()
+            assert code == 421 and b"too much mail" in text
+        first.send(b".\r\n")
+        assert first.getreply()[0] == 250
+        assert [m.subject for m in inbox(service, "alice")] == ["first"]
 
 
 def test_a_silent_client_gets_421_and_is_closed(data):
