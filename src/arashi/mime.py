@@ -92,11 +92,23 @@ def _payload(part: email.message.Message) -> bytes:
     return data if isinstance(data, bytes) else b""
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _text(part: email.message.Message, notices: list[str]) -> str:
     """A text part decoded with its charset; an unknown or wrong one is replaced by UTF-8
-    with replacement characters, and said so."""
-    charset = part.get_content_charset() or "us-ascii"
+    with replacement characters, and said so. A part that declares none is US-ASCII (RFC
+    2045 5.2), but 8-bit text in one is nearly always UTF-8, as mail clients take it: so it
+    is read, if it is valid UTF-8."""
+    charset = part.get_content_charset()
     data = _payload(part)
+    if charset is None:
+        charset = "us-ascii" if data.isascii() or not _is_utf8(data) else "utf-8"
     try:
         text = data.decode(charset)
     except UnicodeDecodeError:

@@ -45,3 +45,13 @@ def test_headers_and_charsets_the_parser_trips_over_still_show():
     assert ("To", 'a@b, :"x" <c@d>') in shown.headers
     assert any("unknown charset" in n for n in shown.notices)
     assert str(shown.texts[0]) == "body\n"
+
+
+def test_8bit_text_without_a_charset_is_read_as_utf8_if_it_is_that():
+    """No charset is US-ASCII by the letter (RFC 2045 5.2); 8-bit text in such a part is read
+    as UTF-8 when it is valid UTF-8, as mail clients read it, and with replacements and a
+    notice otherwise."""
+    utf8 = mime.show("Subject: x\r\n\r\ncaf\u00e9 cr\u00e8me\r\n".encode())
+    assert "caf\u00e9 cr\u00e8me" in utf8.texts[0] and not utf8.notices
+    latin1 = mime.show(b"Subject: x\r\n\r\ncaf\xe9\r\n")
+    assert "caf\ufffd" in latin1.texts[0] and latin1.notices
