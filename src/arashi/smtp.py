@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_LINE = 1000              # bytes in a command or text line, CRLF included (RFC 5321 4.5.3.1)
+# what no command may hold (RFC 5321 4.1.2's syntax has none of them; a tab separates nothing
+# but is taken, as space-like)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ class SMTPServer:
             text = line.decode("ascii")
         except UnicodeDecodeError:
             return self._error(500, "5.5.2 syntax error: 8-bit characters in a command")
+        if _CONTROL.search(text) is not None:  # (a NUL in an address, a CR echoed in a reply)
+            return self._error(500, "5.5.2 syntax error: control characters in a command")
         verb, _, arg = text.strip().partition(" ")
         verb = verb.upper()
         arg = arg.strip()

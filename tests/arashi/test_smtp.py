@@ -222,3 +222,11 @@ def test_postmaster_of_another_domain_is_relaying_denied():
     assert reply.code == 550 and b"relaying denied" in reply.data
     (ask,) = m.receive(b"RCPT TO:<Postmaster@example.org>\r\n")
     assert type(ask) is Recipient and ask.local == "Postmaster"
+
+
+def test_control_characters_in_a_command_are_500_never_echoed_or_kept():
+    m = ready()
+    assert codes(m.receive(b"EHLO a\rb\r\n")) == [500]
+    assert codes(m.receive(b"MAIL FROM:<a\x00@b.c>\r\n")) == [500]
+    assert m.sender is None
+    assert codes(m.receive(b"MAIL FROM:<a@b.c>\r\n")) == [250]
