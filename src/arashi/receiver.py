@@ -50,7 +50,8 @@ class SMTPReceiver(seda.EventHandler):
         self.hostname, self.domains, self.limits = hostname, domains, limits
         self.timeout, self.data_timeout = timeout, data_timeout
         self.open = self.accepted = self.timeouts = self.busy = 0
-        self.held = 0                     # message bytes held over all sessions
+        self.held = 0                     # message bytes held over all sessions, at most:
+        self.held_max = 8 * limits.max_size if limits.max_held is None else limits.max_held
 
     def init(self, ctx: seda.StageContext) -> None:
         self.own, self.timer = ctx.stage.sink, ctx.runtime.timer
@@ -63,7 +64,7 @@ class SMTPReceiver(seda.EventHandler):
             if session is not None and not session.closed:
                 session.last = time.monotonic()
                 self._carry_out(session, session.smtp.receive(ev.data))
-                if self.held > self.limits.max_held and session.smtp.in_data:
+                if self.held > self.held_max and session.smtp.in_data:
                     self._carry_out(session, session.smtp.too_busy())
         elif kind is Answer:
             self._answered(ev)

@@ -33,8 +33,8 @@ class Limits:
     max_line: int = MAX_LINE
     # message bytes held over all connections at once (the receiver's): past it, the client
     # whose message pushed it there gets 421 and tries later, rather than all of them
-    # growing the process without bound (eight messages of the largest size)
-    max_held: int = 8 * 32 * 2**20
+    # growing the process without bound. None: eight messages of the largest size.
+    max_held: int | None = None
 
 
 class Reply:
