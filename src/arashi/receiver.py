@@ -3,7 +3,8 @@ fed by the socket layer, and sends its questions (is this a user? store this mes
 delivery stage, reading nothing more from that client until the answer is back.
 
 Time limits are kept here, not in the state machine: a client silent for ``timeout`` seconds
-between commands, or ``data_timeout`` within a message, gets 421 and is closed. While the
+between commands (or as long sending one), or ``data_timeout`` within a message, gets 421 and
+is closed. While the
 server itself is busy answering, the clock does not run against the client. So is the bound on
 the message bytes held over all connections (``Limits.max_held``): the client whose message
 would pass it gets 421 and is closed, and sends it again later.
@@ -62,8 +63,14 @@ class SMTPReceiver(seda.EventHandler):
         if kind is Packet:
             session = ev.conn.data
             if session is not None and not session.closed:
-                session.last = time.monotonic()
-                self._carry_out(session, session.smtp.receive(ev.data))
+                smtp = session.smtp
+                events = smtp.receive(ev.data)
+                # The clock starts again for bytes of a message, or once a command is whole
+                # (it has said something): not for each piece of a command, which a client
+                # sending a byte a second could make last as long as it liked.
+                if events or smtp.in_data:
+                    session.last = time.monotonic()
+                self._carry_out(session, events)
                 if self.held > self.held_max and session.smtp.in_data:
                     self._carry_out(session, session.smtp.too_busy())
         elif kind is Answer:

@@ -3,6 +3,7 @@ and what arrives in the store is what was sent."""
 
 from __future__ import annotations
 
+import select
 import smtplib
 import socket
 from email import policy
@@ -115,6 +116,28 @@ def test_pipelined_commands_in_one_write(data):
         codes = [line[:3] for line in received.split(b"\r\n") if line[3:4] == b" "]
         assert codes == [b"220", b"250", b"250", b"250", b"550", b"354", b"250", b"221"]
         assert [m.subject for m in inbox(service, "alice")] == ["piped"]
+
+
+def test_a_command_sent_a_byte_at_a_time_has_the_timeout_in_all(data):
+    """The clock runs from a command's first byte, not from each byte: a client trickling
+    one (a byte every 0.1 s) is closed with 421 while it is still sending, once the timeout
+    (0.5 s here) has passed."""
+    with running(data, timeout=0.5, data_timeout=0.5) as service, \
+            socket.create_connection(service.smtp, WAIT) as sock:
+        sock.settimeout(WAIT)
+        assert sock.recv(65536).startswith(b"220 ")
+        trickle = b"NOOP" + b" and on" * 30        # 21 s at this pace
+        for byte in trickle:
+            sock.sendall(bytes([byte]))
+            # the client's pace: a byte each 0.1 s, unless the server speaks first
+            if select.select([sock], [], [], 0.1)[0]:
+                break
+        else:
+            pytest.fail("the server waited for the whole trickled command")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        assert received.startswith(b"421 4.4.2")
 
 
 def test_past_the_bytes_held_over_all_connections_the_next_message_gets_421(data):
