@@ -140,6 +140,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--domain", action="append", metavar="NAME",
                        help="take mail for NAME@DOMAIN (repeat for more; default: "
                        f"{' and '.join(default_domains())})")
+    serve.add_argument("--hostname", metavar="NAME",
+                       help="the server's name in its SMTP greeting and replies, as clients "
+                       "and logs see it (default: this machine's, socket.getfqdn())")
     serve.add_argument("--max-size", type=int, default=32 * 2**20, metavar="BYTES",
                        help="largest message taken (default %(default)s)")
     serve.add_argument("--smtp-timeout", type=_positive, default=300.0, metavar="SECONDS",
@@ -251,6 +254,7 @@ def _serve(args: argparse.Namespace) -> None:
                        domains=tuple(args.domain or default_domains()),
                        limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
                        data_timeout=args.smtp_timeout,
+                       **({"hostname": args.hostname} if args.hostname else {}),
                        web_bind=args.bind, target_p90=None if args.target_p90 is None
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,
                        admission=args.admission or "bound",

@@ -79,7 +79,8 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
     arashi("adduser", "alice", "--data", str(tmp_path), "--password-stdin", stdin="pw\n")
     proc = subprocess.Popen([sys.executable, "-m", "arashi", "serve", "--data", str(tmp_path),
                              "--smtp-bind", "127.0.0.1:0", "--bind", "127.0.0.1:0",
-                             "--domain", "example.org", "--smtp-timeout", "1"],
+                             "--domain", "example.org", "--smtp-timeout", "1",
+                             "--hostname", "mx.example.org"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -89,7 +90,7 @@ def test_serve_receives_mail_and_stops_cleanly(tmp_path, stop):
             smtp.sendmail("x@else.test", ["alice@example.org"], b"Subject: hi\r\n\r\nx\r\n")
         # --smtp-timeout holds inside a message too: a client silent there gets 421
         with smtplib.SMTP(host, int(port), timeout=WAIT) as smtp:
-            smtp.ehlo()
+            assert smtp.ehlo()[1].startswith(b"mx.example.org greets")
             smtp.mail("x@else.test")
             smtp.rcpt("alice@example.org")
             assert smtp.docmd("DATA")[0] == 354
