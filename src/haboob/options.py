@@ -65,7 +65,9 @@ class Options:
         for name in ("allow_outside", "reuse_port", "status", "underscore_headers",
                      "proxy_headers"):
             check(self, name, isinstance(getattr(self, name), bool), "true or false")
-        self.proxies()                      # (a bad address fails now, not once serving)
+        # read once, now: a bad address fails here, not once serving, and every application
+        # shares one (and what it has learnt of its peers)
+        object.__setattr__(self, "_proxies", self._read_proxies())
         check(self, "host", isinstance(self.host, str), "a host name or address")
         check_whole(self, "port", 0, 65535)
         check_whole(self, "workers", 1)
@@ -97,6 +99,10 @@ class Options:
 
     def proxies(self) -> Proxies | None:
         """The peers whose X-Forwarded-* fields the applications believe (None: nobody's)."""
+        proxies: Proxies | None = self._proxies  # type: ignore[attr-defined]  # __post_init__
+        return proxies
+
+    def _read_proxies(self) -> Proxies | None:
         if not self.proxy_headers:
             return None
         spec = self.forwarded_allow_ips

@@ -168,13 +168,15 @@ class Response:
         # Date may not repeat (RFC 9110 5.3): one the application gives replaces the server's
         lines = [_status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", self.reason)
                  if dated else _head_start(status, http10, self.reason)]
+        dropped: tuple[str, ...] = ()        # (no allocation for the usual answer)
         if connection is not None:           # hop-by-hop: the server says it, once
             keep_alive = keep_alive and "close" not in connection.lower()
+            dropped = ("connection",)
         if length is not None and (status == 204 or status < 200):
             length = None                    # none on a 1xx or a 204 (RFC 9110 8.6)
-            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
-        if connection is not None:
-            headers = [(k, v) for k, v in headers if k.lower() != "connection"]
+            dropped += ("content-length",)
+        if dropped:
+            headers = [(k, v) for k, v in headers if k.lower() not in dropped]
         has_length = length is not None
         chunked = False
         whole = isinstance(body, _WHOLE)
