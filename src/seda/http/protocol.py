@@ -427,6 +427,10 @@ class ServerProtocol:
             from_start = self._head_bytes == len(chunk)
             raise self._refusal(exc, chunk if from_start else b"") from None
         if self.client is not BODY:            # the head goes on in the next packet
+            if self._head_bytes - len(self._url) > self.limits.max_header_bytes:
+                # its fields are past the limit already (as on_headers_complete counts them:
+                # llhttp has given the target so far): 431 now, not 408 at the deadline
+                raise _Refuse(responses.header_fields_too_large())
             return rest
         self._head_bytes = 0
         # (a head read while stopping is not kept: it says close because we stop)

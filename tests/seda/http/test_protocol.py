@@ -400,6 +400,20 @@ def test_a_head_that_never_ends_is_refused_at_its_limit():
     assert c.statuses() == [431] and c.closed
 
 
+def test_a_head_whose_fields_pass_their_limit_is_refused_before_it_ends():
+    """Fields past ``max_header_bytes`` while the head goes on (under its bound with the
+    request line, past which any head is refused): 431 as they pass it, not a 408 at the
+    header timeout; a head just under it goes on."""
+    c = Conn()
+    c.send(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    field = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+    for _ in range(64):                        # 64 KB less a little: under the limit
+        c.send(field)
+    assert c.statuses() == [] and not c.closed
+    c.send(field)
+    assert c.statuses() == [431] and c.closed
+
+
 # -- bodies read by the application as they arrive ------------------------------------------------
 
 def test_a_large_body_is_handed_over_at_once_and_streamed():

@@ -25,7 +25,7 @@ from seda.http import Limits, Response, StreamBody, responses, serve
 from seda.http.request import BodyReader
 
 from tests.helpers import WAIT
-from tests.helpers.net import raw, until
+from tests.helpers.net import ask, raw, until
 
 
 class App(seda.EventHandler):
@@ -377,6 +377,14 @@ def test_size_limits(rt):
         == [[414], [431], [431], [413], [413]]
     assert statuses(raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
                                  b"0123456789")) == [200]
+
+
+def test_a_head_past_the_field_limit_gets_431_before_it_ends(rt):
+    """70 KB of fields and no end of the head yet (under the 72 KB a head may take with its
+    request line): 431 at once, though the header timeout is far off."""
+    address = start(rt, Limits(header_timeout=3 * WAIT))
+    head = b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: %s\r\n" % (b"a" * 1000) * 70
+    assert statuses(ask(address, head)) == [431]           # (ask times out in WAIT)
 
 
 def test_slowloris_gets_408_even_while_trickling(rt):
