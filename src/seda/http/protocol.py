@@ -459,7 +459,12 @@ class ServerProtocol:
         self._method, self._version, self._expect = head.method, head.version, head.expect
         self._keep, self._plain, self._upgrade = head.keep, head.plain, False
         framing = head.framing
-        self._framing = Dechunker(self.limits.max_header_bytes) if framing is None else framing
+        self._framing = self._dechunker() if framing is None else framing
+
+    def _dechunker(self) -> Dechunker:
+        """The decoder of a chunked body, its trailers held to the header section's limits."""
+        limits = self.limits
+        return Dechunker(limits.max_header_bytes, limits.max_headers)
 
     def _cut(self, data: bytes) -> int:
         """Where the head ends in ``data`` (``len(data)`` if it goes on), for a head in pieces:
@@ -588,7 +593,7 @@ class ServerProtocol:
             # and refuse whatever came next on this parser: the next head gets a fresh one,
             # as it does when taken from ``parsed``
             self.parser = None
-        self._framing = Dechunker(limits.max_header_bytes) if chunked else length
+        self._framing = self._dechunker() if chunked else length
         # RFC 9110 7.8: an Upgrade is ignored in HTTP/1.0, and is not for this hop unless
         # Connection names it; then the request is an ordinary one
         self._upgrade = upgrade and switch and version == "1.1"
@@ -656,8 +661,8 @@ class ServerProtocol:
         else:
             try:
                 pieces, after = framing.feed(data)  # type: ignore[union-attr]  # not int: a Dechunker
-            except ChunkError as exc:
-                raise _Refuse(responses.bad_request(str(exc))) from None
+            except ChunkError as exc:            # (431 for trailers past a limit, else 400)
+                raise _Refuse(responses.error(exc.status, str(exc))) from None
             done, rest = after is not None, after or b""
         size = sum(map(len, pieces))
         self.deadline = self._now + self.limits.body_timeout

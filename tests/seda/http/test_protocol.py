@@ -335,6 +335,37 @@ def test_trailers_cannot_carry_framing_routing_or_content_fields(trailer):
     assert c.requests() == [] and c.statuses() == [400] and c.closed
 
 
+_CHUNKED = (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n")
+_SIX = b"".join(b"X-T%d: 1\r\n" % i for i in range(6))
+
+
+def test_trailers_are_held_to_the_limits_of_the_header_section():
+    """Trailer fields are counted against ``max_headers`` and ``max_header_bytes`` as header
+    fields are (apart from them): 431 past either, as for the header section, and a close."""
+    c = Conn(Limits(max_headers=5))
+    c.send(_CHUNKED + _SIX + b"\r\n")
+    assert c.requests() == [] and c.statuses() == [431] and c.closed
+    c = Conn(Limits(max_headers=6))
+    (req,) = c.send(_CHUNKED + _SIX + b"\r\n")
+    assert len(req.trailers) == 6
+    c = Conn(Limits(max_header_bytes=200))
+    c.send(_CHUNKED + b"X-Big: " + b"v" * 300 + b"\r\n\r\n")
+    assert c.requests() == [] and c.statuses() == [431] and c.closed
+
+
+def test_trailers_past_a_limit_fail_a_streamed_body_with_431_and_close_after_its_answer():
+    c = Conn(Limits(max_headers=5))
+    head, body = _CHUNKED.split(b"\r\n\r\n", 1)
+    (req,) = c.send(head + b"\r\n\r\n")                # streamed: the body comes later
+    assert c.send(body + _SIX + b"\r\n") == []
+    with pytest.raises(BodyError) as failed:
+        req.stream.read()
+    assert failed.value.status == 431 and not req.trailers
+    c.answer(req, Response(failed.value.status, b""))
+    assert c.statuses() == [431] and c.closed
+
+
 def test_trailers_reach_the_application_apart_from_the_headers():
     c = Conn()
     (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"

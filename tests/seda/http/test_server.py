@@ -300,6 +300,8 @@ BAD = [
     (b"GET / HTTP/1.1\r\nHost: x y/z\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
      b"3\r\nabc\r\n0\r\nHost: evil\r\n\r\n", 400),                        # Host in a trailer
+    (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+     + b"".join(b"X-T%d: 1\r\n" % i for i in range(300)) + b"\r\n", 431),  # 300 trailer fields
 ]
 
 
