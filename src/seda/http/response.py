@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from .._abc import DoneSink
     from ..io.events import WriteDone
 
-_STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
+# RFC 9110 15's reason phrases where Python 3.11's HTTPStatus has the older ones (RFC 7231's)
+_RFC_9110 = {413: "Content Too Large", 414: "URI Too Long", 416: "Range Not Satisfiable",
+             422: "Unprocessable Content"}
+#: The reason phrase the server sends with each status, unless given another (RFC 9110 15).
+PHRASES = {s.value: _RFC_9110.get(s.value, s.phrase) for s in HTTPStatus}
+_STATUS = {code: f"{code} {phrase}".encode("latin-1") for code, phrase in PHRASES.items()}
 NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))   # statuses sent without
 _WHOLE = (bytes, bytearray, memoryview)
 
@@ -580,7 +585,7 @@ class StreamBody:
 # -- helpers for the statuses a server needs ----------------------------------------------------
 
 def _text(status: int, text: str | None = None, headers: Headers | None = None) -> Response:
-    body = (text if text is not None else HTTPStatus(status).phrase).encode() + b"\n"
+    body = (text if text is not None else PHRASES.get(status, "Unknown")).encode() + b"\n"
     return Response(status, body, headers, "text/plain; charset=utf-8")
 
 

@@ -16,7 +16,6 @@ import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("seda.wsgi")
 
 _SPECIAL = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
-_PHRASES = {s.value: s.phrase for s in HTTPStatus}
 # Hop-by-hop fields are the server's to send (PEP 3333); an application's Connection: close is
 # kept as the wish to close.
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
@@ -48,8 +46,9 @@ _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}   # SERVER_PROTOCOL, by requ
 _LENGTH, _HOP, _SPECIAL_FIELD = 0, 1, 2
 _SERVER_FIELDS = {"content-length": _LENGTH, "connection": _SPECIAL_FIELD, "date": _SPECIAL_FIELD,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
-# status lines as applications write them, with the standard phrase: taken as they are
-_STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus if s.value >= 200}
+# status lines as applications write them, with the server's phrase: taken as they are
+_STANDARD = {f"{code} {phrase}": code for code, phrase in responses.PHRASES.items()
+             if code >= 200}
 
 
 def _status_code(status: str) -> int:
@@ -258,9 +257,10 @@ class _Exchange:
             self.reason = None
         else:
             code = _status_code(status)
-            # the standard phrase comes from a table; only another one is sent as given
+            # the server's phrase comes from a table; only another one is sent as given (an
+            # older one too: "413 Request Entity Too Large" is the application's to say)
             reason = status.partition(" ")[2]
-            self.reason = None if _PHRASES.get(code) == reason else reason
+            self.reason = None if responses.PHRASES.get(code) == reason else reason
         # (taken as they are now: fields added to the list later are not sent, as gunicorn and
         # waitress copy them; an iterator of fields is taken whole)
         self.head = self.handler.heads.get(tuple(headers))

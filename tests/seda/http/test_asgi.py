@@ -321,6 +321,20 @@ def test_head_and_204_send_no_body_and_head_gets_its_length(rt):
     assert (r.status, data, r.getheader("content-length")) == (204, b"", None)
 
 
+def test_a_status_goes_out_with_the_reason_phrase_of_rfc_9110(rt):
+    """ASGI gives no reason phrase: the server's is RFC 9110's (15), not the RFC 7231 one
+    Python 3.11's HTTPStatus has ("Request Entity Too Large", "Unprocessable Entity")."""
+    async def app(scope, receive, send):
+        await answer(send, int(scope["path"][1:]), b"body")
+
+    address = run(rt, app)
+    for status, phrase in ((413, "Content Too Large"), (414, "URI Too Long"),
+                           (416, "Range Not Satisfiable"), (421, "Misdirected Request"),
+                           (422, "Unprocessable Content")):
+        r, data = get(address, path=f"/{status}")
+        assert (r.status, r.reason, data) == (status, phrase, b"body")
+
+
 def test_head_of_a_stream_is_answered_at_once_and_its_client_leaving_stops_it(rt):
     """A HEAD to an endless stream (an event stream, which Starlette streams for HEAD as for
     GET): the head goes with the first piece, without a length it cannot know, and once the

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.request
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -379,6 +380,22 @@ def test_size_limits(rt):
         == [[414], [431], [431], [413], [413]]
     assert statuses(raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
                                  b"0123456789")) == [200]
+
+
+def test_status_lines_say_the_reason_phrases_of_rfc_9110(address):
+    """The phrases the server writes (an answer that gives none, the server's own refusals)
+    are RFC 9110's (15), not the RFC 7231 ones Python 3.11's HTTPStatus still has."""
+    phrases = {413: "Content Too Large", 414: "URI Too Long", 416: "Range Not Satisfiable",
+               421: "Misdirected Request", 422: "Unprocessable Content"}
+    with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=WAIT) as client:
+        for status, phrase in phrases.items():
+            r = client.get(f"/status/{status}")
+            assert (r.status_code, r.reason_phrase, r.text) == (status, phrase, "body")
+    big = raw(address, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % 2**31)
+    assert big.startswith(b"HTTP/1.1 413 Content Too Large\r\n")
+    assert big.endswith(b"\r\n\r\nContent Too Large\n")
+    long = raw(address, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert long.startswith(b"HTTP/1.1 414 URI Too Long\r\n")
 
 
 def test_a_head_past_the_field_limit_gets_431_before_it_ends(rt):

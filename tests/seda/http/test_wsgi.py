@@ -143,6 +143,23 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
     assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
 
 
+def test_the_server_s_reason_phrases_are_rfc_9110_s_and_an_application_s_own_are_kept(rt):
+    """A status line the application writes goes out as written: with RFC 9110's phrase, or
+    its own, an older one (RFC 7231's, as Django writes from Python 3.11's HTTPStatus)
+    included."""
+    statuses = {"/new": "422 Unprocessable Content", "/old": "422 Unprocessable Entity",
+                "/mine": "413 Too Much For Me", "/large": "413 Content Too Large"}
+
+    def app(environ, start_response):
+        start_response(statuses[environ["PATH_INFO"]], [("Content-Type", "text/plain")])
+        return [b"body"]
+
+    address = run(rt, app)
+    for path, line in statuses.items():
+        r, data = get(address, path=path)
+        assert f"{r.status} {r.reason}" == line and data == b"body"
+
+
 def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
     """An application that answers HEAD with an empty body says nothing of the GET's length:
     a Content-Length of 0 would be wrong (RFC 9110 8.6). One that sends the body whole gets
