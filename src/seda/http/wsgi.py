@@ -9,6 +9,7 @@ memory whole. ``wsgi.file_wrapper`` files go out with ``sendfile``.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -16,6 +17,7 @@ import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -60,6 +62,16 @@ def _status_code(status: str) -> int:
             or len(code) != 3 or not 200 <= int(code) <= 599 or "\n" in status or "\r" in status:
         raise ValueError(f"bad WSGI status {status!r}: a response's status is 200 to 599")
     return int(code)
+
+
+@functools.cache
+def server_software() -> str:
+    """``SERVER_SOFTWARE`` (CGI, RFC 3875 4.1.17): the package and its version, as gunicorn
+    says ``gunicorn/23.0.0``; the name alone where the package is not installed."""
+    try:
+        return f"pyseda/{metadata.version('pyseda')}"
+    except metadata.PackageNotFoundError:
+        return "pyseda"
 
 
 def _read_head(headers: tuple[Any, ...]) -> AnswerHead:
@@ -160,7 +172,8 @@ class WsgiHandler(EventHandler):
         self._base: WSGIEnvironment = {
             "REQUEST_METHOD": "", "SCRIPT_NAME": self.script_name, "PATH_INFO": "",
             "QUERY_STRING": "", "SERVER_NAME": self.server_name, "SERVER_PORT": self.server_port,
-            "SERVER_PROTOCOL": "", "REMOTE_ADDR": "", "REMOTE_PORT": "",
+            "SERVER_PROTOCOL": "", "SERVER_SOFTWARE": server_software(),
+            "REMOTE_ADDR": "", "REMOTE_PORT": "",
             "wsgi.version": (1, 0), "wsgi.url_scheme": "", "wsgi.input": None,
             "wsgi.input_terminated": True, "wsgi.errors": self._errors,
             "wsgi.file_wrapper": FileWrapper, "wsgi.multithread": True,

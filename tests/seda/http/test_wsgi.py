@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 import threading
+from importlib import metadata
 from wsgiref.validate import validator
 
 import pytest
@@ -38,7 +39,8 @@ def get(address, method="GET", path="/", body=None, headers=None):
 
 def describe(environ, start_response):
     keys = ["REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
-            "CONTENT_LENGTH", "SERVER_PROTOCOL", "HTTP_X_TWICE", "wsgi.url_scheme"]
+            "CONTENT_LENGTH", "SERVER_PROTOCOL", "SERVER_SOFTWARE", "HTTP_X_TWICE",
+            "wsgi.url_scheme"]
     info = {k: environ.get(k) for k in keys}
     length = int(environ.get("CONTENT_LENGTH") or 0)
     info["body"] = environ["wsgi.input"].read(length).decode()
@@ -56,6 +58,7 @@ def test_environ_is_complete_and_the_body_readable(rt):
     assert info == {"REQUEST_METHOD": "POST", "SCRIPT_NAME": "/app", "PATH_INFO": "/a b",
                     "QUERY_STRING": "x=1", "CONTENT_TYPE": "text/plain", "CONTENT_LENGTH": "7",
                     "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_X_TWICE": "1",
+                    "SERVER_SOFTWARE": f"pyseda/{metadata.version('pyseda')}",
                     "wsgi.url_scheme": "http", "body": "payload", "remote": "127.0.0.1"}
 
 
