@@ -797,8 +797,10 @@ class ServerProtocol:
         response = ready.response
         if version == "1.1":
             self.out.append(response.whole(self._now) if keep else response.closing(self._now))
-        else:
-            self.out += response.encode(False, keep, version == "1.0")[0]
+        elif not keep:                         # HTTP/1.0's answer is HTTP/1.1's (RFC 9110 2.5)
+            self.out.append(response.closing(self._now))
+        else:                                  # (and says keep-alive when it keeps)
+            self.out += response.encode(False, True, True)[0]
         self.stats.statuses[response.status] += 1
         self.next_seq = self.send_seq = self.send_seq + 1
         self.idle_since = self._now

@@ -381,7 +381,8 @@ def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
         await send({"type": "http.response.body", "body": b"b"})
 
     out = raw(run(rt, app), b"GET / HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"\r\n\r\nab")
+    assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"\r\n\r\nab")
+    assert b"connection: close" in out.lower() and b"chunked" not in out.lower()
 
 
 def test_trailers_are_declined_politely(rt):

@@ -177,20 +177,31 @@ def test_an_http_0_9_request_gets_505_at_once_though_no_empty_line_follows():
     assert req.version == "1.1"
 
 
-def test_http_1_0_closes_unless_asked_to_keep_alive():
+def test_http_1_0_is_answered_http_1_1_and_closes_unless_asked_to_keep_alive():
+    """RFC 9110 2.5: the answer says HTTP/1.1 (the highest version of the request's major one
+    the server conforms to); what it does is HTTP/1.0's: a close, said, unless the client
+    asked to keep the connection (then said), and a body of unknown length never chunked."""
     c = Conn()
     (req,) = c.send(b"GET / HTTP/1.0\r\n\r\n")
     c.answer(req)
-    assert c.wire().startswith(b"HTTP/1.0 200") and c.closed
+    assert c.wire().startswith(b"HTTP/1.1 200 OK\r\n") and c.closed
+    assert b"connection: close\r\n" in c.wire()
     c = Conn()
     (req,) = c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
     c.answer(req)
-    assert b"connection: keep-alive" in c.wire() and not c.closed
+    assert c.wire().startswith(b"HTTP/1.1 200 OK\r\n") and not c.closed
+    assert b"connection: keep-alive\r\n" in c.wire()
+    (req,) = c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    c.answer(req, Response(200, iter([b"a", b"b"])))    # no length: ended by the close
+    second = c.wire().split(b"HTTP/1.1 200 OK\r\n")[2]
+    assert b"connection: close\r\n" in second and b"transfer-encoding" not in second
+    assert second.endswith(b"\r\n\r\nab") and c.closed
 
 
 def test_the_version_is_read_right_however_the_head_arrives():
     """Whole, byte by byte (the request line split anywhere), after empty lines, or behind
-    another request in the same packet: the answer speaks the request's own version."""
+    another request in the same packet: the answer keeps the request's own version's ways
+    (HTTP/1.0's close)."""
     head = b"GET /a%20b?q=1 HTTP/1.0\r\nHost: x\r\n\r\n"
     for pieces in ([head], [head[:20], head[20:]], [bytes([b]) for b in head],
                    [b"\r\n\r\n" + head], [get("/first") + head]):
@@ -199,7 +210,7 @@ def test_the_version_is_read_right_however_the_head_arrives():
         assert [r.version for r in reqs][-1] == "1.0"
         for req in reqs:
             c.answer(req)
-        assert c.wire().count(b"HTTP/1.0 200") == 1 and c.closed
+        assert c.wire().count(b"connection: close") == 1 and c.closed
 
 
 def test_the_fragment_is_not_part_of_the_target():
@@ -527,7 +538,7 @@ def test_a_chunked_body_on_http_1_0_streams_too_and_the_connection_closes_after_
     assert c.send(b"0\r\n\r\nGET /smuggled HTTP/1.0\r\n\r\n") == []
     assert req.stream.read_nowait() == (b"", True) and c.p.client is DONE
     c.answer(req)
-    assert c.wire().startswith(b"HTTP/1.0 200") and c.events[-1] is CLOSE
+    assert c.wire().startswith(b"HTTP/1.1 200") and c.events[-1] is CLOSE
 
 
 def test_a_chunked_stream_that_stalls_fails_its_reader_with_408():
@@ -665,7 +676,7 @@ def test_a_head_seen_before_gets_the_same_answer_without_being_parsed():
     third.send(head10)
     assert third.p.parser is None and not third.closed
     assert undated(third.wire()) == undated(first.wire()).partition(b"/f")[2]
-    assert third.wire().startswith(b"HTTP/1.0 200") and b"keep-alive" in third.wire()
+    assert third.wire().startswith(b"HTTP/1.1 200") and b"keep-alive" in third.wire()
 
 
 def test_kept_heads_pipelined_in_one_packet_are_answered_in_turn():

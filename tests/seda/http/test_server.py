@@ -112,12 +112,21 @@ def test_pipelined_requests_are_answered_in_order(address):
     assert out.index(b"/wait/300") < out.index(b"/wait/10") < out.index(b"/wait/100")
 
 
-def test_http10_closes_unless_asked_to_keep_alive(address):
+def test_http10_is_answered_http_1_1_and_closes_unless_asked_to_keep_alive(address):
+    """RFC 9110 2.5: HTTP/1.1, the highest version of the request's major one the server
+    conforms to, as nginx and uvicorn answer; with HTTP/1.0's ways: a close, said, unless the
+    client asked to keep the connection (then said), and a body without a length ended by
+    the close, never chunked."""
     out = raw(address, b"GET /echo HTTP/1.0\r\n\r\nGET /echo HTTP/1.0\r\n\r\n")
-    assert statuses(out) == [200] and b"connection: close" in out
+    assert out.startswith(b"HTTP/1.1 200 OK\r\n") and statuses(out) == [200]
+    assert b"connection: close" in out
     out = raw(address, b"GET /echo HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                       b"GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
                        b"GET /echo HTTP/1.0\r\n\r\n")
-    assert statuses(out) == [200, 200] and b"connection: keep-alive" in out
+    kept, streamed = out.split(b"HTTP/1.1 200 OK\r\n")[1:]   # two answers, then the close
+    assert b"connection: keep-alive\r\n" in kept and b"connection: close\r\n" in streamed
+    assert b"transfer-encoding" not in streamed
+    assert streamed.endswith(b"\r\n\r\n" + b"".join(b"part%d;" % i for i in range(5)))
 
 
 def test_chunked_request_body(address):
@@ -660,4 +669,4 @@ def test_bytes_sent_after_saying_close_do_not_reset_the_answer(rt):
         data = b""
         while chunk := s.recv(65536):             # (ConnectionResetError if it reset)
             data += chunk
-    assert data.startswith(b"HTTP/1.0 200") and data.endswith(b"\r\n\r\n" + b"x" * 200_000)
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n" + b"x" * 200_000)

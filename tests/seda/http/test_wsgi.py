@@ -143,7 +143,8 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
     r, data = get(address, "HEAD")
     assert r.status == 200 and data == b""
     out = ask(address, b"GET / HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
+    assert out.startswith(b"HTTP/1.1 200 OK") and out.endswith(b"\r\n\r\nab")
+    assert b"connection: close" in out.lower() and b"chunked" not in out.lower()
 
 
 def test_the_server_s_reason_phrases_are_rfc_9110_s_and_an_application_s_own_are_kept(rt):
@@ -327,7 +328,7 @@ def test_an_answer_carries_the_fields_the_application_gave(rt):
     with socket.create_connection(address, timeout=WAIT) as s:
         s.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         first = s.recv(65536)
-    assert first.startswith(b"HTTP/1.0 200") and b"connection: keep-alive" in first.lower()
+    assert first.startswith(b"HTTP/1.1 200") and b"connection: keep-alive" in first.lower()
     for path in (b"/split", b"/euro", b"/digits", b"/name", b"/nul"):
         bad = raw(address, b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path)
         assert bad.startswith(b"HTTP/1.1 500") and b"Set-Cookie" not in bad
