@@ -170,9 +170,13 @@ class Response:
         # Date may not repeat (RFC 9110 5.3): one the application gives replaces the server's
         lines = [_status_line(status, self.reason) if dated else _head_start(status, self.reason)]
         dropped: tuple[str, ...] = ()        # (no allocation for the usual answer)
+        upgrade = False
         if connection is not None:           # hop-by-hop: the server says it, once
-            keep_alive = keep_alive and "close" not in connection.lower()
+            options = [option.strip() for option in connection.lower().split(",")]
+            keep_alive = keep_alive and "close" not in options
             dropped = ("connection",)
+            # an Upgrade that advertises a protocol (RFC 9110 7.8): said with its option
+            upgrade = "upgrade" in options and any(k.lower() == "upgrade" for k, _ in headers)
         if length is not None and (status == 204 or status < 200):
             length = None                    # none on a 1xx or a 204 (RFC 9110 8.6)
             dropped += ("content-length",)
@@ -203,7 +207,11 @@ class Response:
             else:
                 chunked = True
                 lines.append(b"transfer-encoding: chunked\r\n")
-        if http10 and keep_alive:
+        if upgrade:
+            lines.append(b"connection: upgrade\r\n" if keep_alive and not http10
+                         else b"connection: keep-alive, upgrade\r\n" if keep_alive
+                         else b"connection: close, upgrade\r\n")
+        elif http10 and keep_alive:
             lines.append(b"connection: keep-alive\r\n")
         elif not keep_alive:
             lines.append(b"connection: close\r\n")
