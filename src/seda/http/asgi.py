@@ -58,10 +58,12 @@ log = logging.getLogger("seda.asgi")
 _ASGI = {"version": "3.0", "spec_version": "2.4"}
 _DISCONNECT: Message = {"type": "http.disconnect"}
 # Hop-by-hop fields are the server's to send; an application's Connection: close is kept as
-# the wish to close (Response.encode reads it).
+# the wish to close (Response.encode reads it). An Upgrade is kept: any response may send one
+# to advertise a protocol (RFC 9110 7.8: a 426's must), with "upgrade" in its Connection.
 _HOP_BY_HOP = frozenset({b"keep-alive", b"proxy-connection", b"te", b"trailer",
-                         b"transfer-encoding", b"upgrade"})
-_NOTED = _HOP_BY_HOP | {b"content-length", b"connection", b"date"}   # what the server acts on
+                         b"transfer-encoding"})
+_NOTED = _HOP_BY_HOP | {b"content-length", b"connection", b"date", b"upgrade"}   # acted on
+_UPGRADE_OPTION = (b"connection", b"upgrade")
 _NO_BODY = frozenset({204, 304})
 _TARGETS_KEPT = 1024     # request targets whose scope fields are kept (AsgiHandler.targets)
 MAX_SIZE = 16 * 2**20            # the largest WebSocket message, as uvicorn's --ws-max-size
@@ -116,7 +118,7 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
     """Check an application's header fields and make their header lines; raises ValueError
     for a field the server cannot send (a line break in it, a Content-Length not a number),
     TypeError for one not bytes-like. The head's fields are bytes, whatever was sent."""
-    length, special, dropped, plain = None, False, False, True
+    length, special, dropped, plain, upgrade = None, False, False, True, False
     for name, value in fields:
         if type(name) is not bytes or type(value) is not bytes:
             plain = False
@@ -133,12 +135,16 @@ def read_head(fields: tuple[Any, ...]) -> AnswerHead:
                 length = int(digits)
             elif lower == b"connection" or lower == b"date":
                 special = True
+            elif lower == b"upgrade":
+                upgrade = True
             else:
                 dropped = True
     if not plain:                              # memoryviews and the like: bytes, as sent
         fields = tuple((bytes(memoryview(n)), bytes(memoryview(v))) for n, v in fields)
     if dropped:                                # the server's own fields go, and repeats
         fields = responses.fields_to_send(fields, _HOP_BY_HOP)
+    if upgrade:                                # its Connection must name it: a line of its
+        fields = (*fields, _UPGRADE_OPTION)    # own, beside the server's (a list field)
     # the header lines, joined in C, and checked in one pass (response.SENDABLE_BYTES)
     lines = b"\r\n".join(map(b": ".join, fields)) + b"\r\n" if fields else b""
     if lines.count(b"\n") != len(fields) or not SENDABLE_BYTES.fullmatch(lines):

@@ -33,23 +33,37 @@ _SIZE, _DATA, _DATA_END, _TRAILER, _DONE = range(5)
 
 
 class ChunkError(ValueError):
-    """The body is not valid chunked coding (a 400), or trailers break a rule."""
+    """The body is not valid chunked coding, or trailers break a rule: ``status`` is the
+    answer (400)."""
+
+    status = 400
+
+
+class TrailersTooLarge(ChunkError):
+    """The trailer section is past a limit of the header section's: too many fields or too
+    many bytes, answered 431 as a header section past it is."""
+
+    status = 431
 
 
 class Dechunker:
     """Decodes one chunked body: ``feed(data)`` returns the body bytes it completes and the
     bytes after the body's end (the next request's), or None while the body goes on.
-    ``trailers`` holds the trailer fields once done; ``max_trailer_bytes`` bounds them."""
+    ``trailers`` holds the trailer fields once done; ``max_trailer_bytes`` and
+    ``max_trailers`` bound them (the limits of the header section: ``Limits.max_header_bytes``
+    and ``Limits.max_headers``)."""
 
-    __slots__ = ("_left", "_line", "_state", "max_trailer_bytes", "trailer_bytes", "trailers")
+    __slots__ = ("_left", "_line", "_state", "max_trailer_bytes", "max_trailers",
+                 "trailer_bytes", "trailers")
 
-    def __init__(self, max_trailer_bytes: int = 8192) -> None:
+    def __init__(self, max_trailer_bytes: int = 8192, max_trailers: int = 100) -> None:
         self._state = _SIZE
         self._left = 0                     # bytes of the current chunk still to come
         self._line = b""                   # a line split across packets
         self.trailers: list[tuple[bytes, bytes]] = []
         self.trailer_bytes = 0
         self.max_trailer_bytes = max_trailer_bytes
+        self.max_trailers = max_trailers
 
     def feed(self, data: bytes) -> tuple[list[bytes], bytes | None]:
         """Body pieces found in ``data``, and what follows the body (None: not ended yet)."""
@@ -87,15 +101,20 @@ class Dechunker:
         if nl < 0:
             self._line += data[pos:]
             if len(self._line) > limit:
-                raise ChunkError("chunk line too long")
+                raise self._too_long()
             return None, len(data)
         line = self._line + data[pos:nl + 1]
         self._line = b""
         if len(line) > limit + 2:
-            raise ChunkError("chunk line too long")
+            raise self._too_long()
         if not line.endswith(b"\r\n"):
             raise ChunkError("chunk line ends in a bare LF")
         return line[:-2], nl + 1
+
+    def _too_long(self) -> ChunkError:
+        if self._state == _TRAILER:
+            return TrailersTooLarge("trailer section too large")
+        return ChunkError("chunk line too long")
 
     def _size(self, line: bytes) -> None:
         m = _SIZE_LINE.fullmatch(line)
@@ -110,7 +129,7 @@ class Dechunker:
             return
         self.trailer_bytes += len(line) + 2
         if self.trailer_bytes > self.max_trailer_bytes:
-            raise ChunkError("trailer section too large")
+            raise TrailersTooLarge("trailer section too large")
         m = _FIELD.fullmatch(line)
         if m is None:
             raise ChunkError("bad trailer field")
@@ -118,3 +137,5 @@ class Dechunker:
         if name in FORBIDDEN_TRAILERS:
             raise ChunkError(f"{name.decode()} is not allowed in a trailer")
         self.trailers.append((name, m.group(2)))
+        if len(self.trailers) > self.max_trailers:
+            raise TrailersTooLarge("too many trailer fields")

@@ -11,8 +11,8 @@ class Limits:
     connection (after answering every request received before it)."""
 
     max_request_line: int = 8192       # 414 past it
-    max_header_bytes: int = 65536      # 431 past it (trailers count against it too)
-    max_headers: int = 100             # 431 past it
+    max_header_bytes: int = 65536      # 431 past it (and a trailer section past as much)
+    max_headers: int = 100             # 431 past it (and trailer fields past as many)
     max_body: int = 2**30              # 413 past it (1 GiB, as waitress)
     stream_body_over: int = 65536      # larger bodies reach the application as they arrive
     #                                    (wsgi.input blocks), and so do chunked ones not ended

@@ -427,6 +427,10 @@ class ServerProtocol:
             from_start = self._head_bytes == len(chunk)
             raise self._refusal(exc, chunk if from_start else b"") from None
         if self.client is not BODY:            # the head goes on in the next packet
+            if self._head_bytes - len(self._url) > self.limits.max_header_bytes:
+                # its fields are past the limit already (as on_headers_complete counts them:
+                # llhttp has given the target so far): 431 now, not 408 at the deadline
+                raise _Refuse(responses.header_fields_too_large())
             return rest
         self._head_bytes = 0
         # (a head read while stopping is not kept: it says close because we stop)
@@ -455,7 +459,12 @@ class ServerProtocol:
         self._method, self._version, self._expect = head.method, head.version, head.expect
         self._keep, self._plain, self._upgrade = head.keep, head.plain, False
         framing = head.framing
-        self._framing = Dechunker(self.limits.max_header_bytes) if framing is None else framing
+        self._framing = self._dechunker() if framing is None else framing
+
+    def _dechunker(self) -> Dechunker:
+        """The decoder of a chunked body, its trailers held to the header section's limits."""
+        limits = self.limits
+        return Dechunker(limits.max_header_bytes, limits.max_headers)
 
     def _cut(self, data: bytes) -> int:
         """Where the head ends in ``data`` (``len(data)`` if it goes on), for a head in pieces:
@@ -584,7 +593,7 @@ class ServerProtocol:
             # and refuse whatever came next on this parser: the next head gets a fresh one,
             # as it does when taken from ``parsed``
             self.parser = None
-        self._framing = Dechunker(limits.max_header_bytes) if chunked else length
+        self._framing = self._dechunker() if chunked else length
         # RFC 9110 7.8: an Upgrade is ignored in HTTP/1.0, and is not for this hop unless
         # Connection names it; then the request is an ordinary one
         self._upgrade = upgrade and switch and version == "1.1"
@@ -652,8 +661,8 @@ class ServerProtocol:
         else:
             try:
                 pieces, after = framing.feed(data)  # type: ignore[union-attr]  # not int: a Dechunker
-            except ChunkError as exc:
-                raise _Refuse(responses.bad_request(str(exc))) from None
+            except ChunkError as exc:            # (431 for trailers past a limit, else 400)
+                raise _Refuse(responses.error(exc.status, str(exc))) from None
             done, rest = after is not None, after or b""
         size = sum(map(len, pieces))
         self.deadline = self._now + self.limits.body_timeout
@@ -788,8 +797,10 @@ class ServerProtocol:
         response = ready.response
         if version == "1.1":
             self.out.append(response.whole(self._now) if keep else response.closing(self._now))
-        else:
-            self.out += response.encode(False, keep, version == "1.0")[0]
+        elif not keep:                         # HTTP/1.0's answer is HTTP/1.1's (RFC 9110 2.5)
+            self.out.append(response.closing(self._now))
+        else:                                  # (and says keep-alive when it keeps)
+            self.out += response.encode(False, True, True)[0]
         self.stats.statuses[response.status] += 1
         self.next_seq = self.send_seq = self.send_seq + 1
         self.idle_since = self._now

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from .._abc import DoneSink
     from ..io.events import WriteDone
 
-_STATUS = {s.value: f"{s.value} {s.phrase}".encode("latin-1") for s in HTTPStatus}
+# RFC 9110 15's reason phrases where Python 3.11's HTTPStatus has the older ones (RFC 7231's)
+_RFC_9110 = {413: "Content Too Large", 414: "URI Too Long", 416: "Range Not Satisfiable",
+             422: "Unprocessable Content"}
+#: The reason phrase the server sends with each status, unless given another (RFC 9110 15).
+PHRASES = {s.value: _RFC_9110.get(s.value, s.phrase) for s in HTTPStatus}
+_STATUS = {code: f"{code} {phrase}".encode("latin-1") for code, phrase in PHRASES.items()}
 NO_BODY = frozenset({204, 304}) | frozenset(range(100, 200))   # statuses sent without
 _WHOLE = (bytes, bytearray, memoryview)
 
@@ -42,13 +47,6 @@ Answer: TypeAlias = "Response | Prepared | Switch"
 Headers: TypeAlias = list[tuple[str, str]]
 
 
-def _date_line() -> bytes:
-    """``Date: ...\\r\\n`` for this second, formatted once a second."""
-    if time.time() >= _next_second:
-        _renew()
-    return _second[0]
-
-
 def _renew() -> None:
     global _next_second, _stale_at, _second
     now = time.time()
@@ -58,36 +56,38 @@ def _renew() -> None:
     _stale_at = time.monotonic() + (_next_second - now)
 
 
-def _head_start(status: int, http10: bool, reason: str | None) -> bytes:
-    """The status line and the Date line that begin a response; for HTTP/1.1 and the standard
-    phrase, made once a second per status."""
+def _head_start(status: int, reason: str | None = None) -> bytes:
+    """The status line and the Date line that begin a response; with the standard phrase,
+    made once a second per status."""
     if time.time() >= _next_second:
         _renew()
     date, starts = _second
-    if http10 or reason is not None:
-        return _status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", reason) + date
+    if reason is not None:
+        return _status_line(status, reason) + date
     return starts.get(status) or _start_line(status, date, starts)
 
 
 def _start_line(status: int, date: bytes, starts: dict[int, bytes]) -> bytes:
-    """The HTTP/1.1 status line with the standard phrase, and ``date``: kept in ``starts``."""
+    """The status line with the standard phrase, and ``date``: kept in ``starts``."""
     start = starts[status] = _status_line(status) + date
     return start
 
 
-def _status_line(status: int, version: bytes = b"HTTP/1.1", reason: str | None = None) -> bytes:
+def _status_line(status: int, reason: str | None = None) -> bytes:
     """The status line; ``reason`` replaces the standard phrase (or "Unknown" for a code that
-    has none)."""
+    has none). It says HTTP/1.1 to an HTTP/1.0 client too: RFC 9110 2.5 has a server send
+    the highest version it conforms to whose major version is the request's (as nginx and
+    uvicorn do); what the answer does is still HTTP/1.0's (``Response.encode``)."""
     if reason is None:
         line = _STATUS.get(status)
         if line is not None:
-            return version + b" " + line + b"\r\n"
+            return b"HTTP/1.1 " + line + b"\r\n"
         reason = "Unknown"
     if not 100 <= status <= 999:
         raise ValueError(f"{status} is not an HTTP status code")
     if "\r" in reason or "\n" in reason or "\0" in reason:
         raise ValueError(f"reason phrase {reason!r} contains a line break")
-    return b"%s %d %s\r\n" % (version, status, reason.encode("latin-1"))
+    return b"HTTP/1.1 %d %s\r\n" % (status, reason.encode("latin-1"))
 
 
 # Header lines as they may be sent (RFC 9110 5.1, 5.5): each name a token (a space or a colon
@@ -128,7 +128,9 @@ class Response:
 
     Content-Length is added for bytes and files; an iterable body is sent chunked (HTTP/1.1) or
     delimited by closing the connection (HTTP/1.0) unless a Content-Length header is given.
-    A ``Connection: close`` header closes the connection after the response.
+    A ``Connection: close`` header closes the connection after the response. An HTTP/1.0
+    client's answer has an HTTP/1.1 status line (RFC 9110 2.5) and HTTP/1.0's ways: never
+    chunked, and ``Connection: keep-alive`` if the connection stays.
     """
 
     __slots__ = ("body", "headers", "reason", "status")
@@ -166,12 +168,15 @@ class Response:
             elif k == "date":
                 dated = True
         # Date may not repeat (RFC 9110 5.3): one the application gives replaces the server's
-        lines = [_status_line(status, b"HTTP/1.0" if http10 else b"HTTP/1.1", self.reason)
-                 if dated else _head_start(status, http10, self.reason)]
+        lines = [_status_line(status, self.reason) if dated else _head_start(status, self.reason)]
         dropped: tuple[str, ...] = ()        # (no allocation for the usual answer)
+        upgrade = False
         if connection is not None:           # hop-by-hop: the server says it, once
-            keep_alive = keep_alive and "close" not in connection.lower()
+            options = [option.strip() for option in connection.lower().split(",")]
+            keep_alive = keep_alive and "close" not in options
             dropped = ("connection",)
+            # an Upgrade that advertises a protocol (RFC 9110 7.8): said with its option
+            upgrade = "upgrade" in options and any(k.lower() == "upgrade" for k, _ in headers)
         if length is not None and (status == 204 or status < 200):
             length = None                    # none on a 1xx or a 204 (RFC 9110 8.6)
             dropped += ("content-length",)
@@ -202,7 +207,11 @@ class Response:
             else:
                 chunked = True
                 lines.append(b"transfer-encoding: chunked\r\n")
-        if http10 and keep_alive:
+        if upgrade:
+            lines.append(b"connection: upgrade\r\n" if keep_alive and not http10
+                         else b"connection: keep-alive, upgrade\r\n" if keep_alive
+                         else b"connection: close, upgrade\r\n")
+        elif http10 and keep_alive:
             lines.append(b"connection: keep-alive\r\n")
         elif not keep_alive:
             lines.append(b"connection: close\r\n")
@@ -239,9 +248,9 @@ class Prepared:
             return [self.whole(time.monotonic())], True
         connection = (b"connection: keep-alive\r\n" if http10 and keep_alive
                       else b"" if keep_alive else b"connection: close\r\n")
-        status = _status_line(self.status, b"HTTP/1.0" if http10 else b"HTTP/1.1")
         body = b"" if head_only else self.body
-        return [b"".join((status, _date_line(), connection, self.head, b"\r\n", body))], keep_alive
+        start = _head_start(self.status)
+        return [b"".join((start, connection, self.head, b"\r\n", body))], keep_alive
 
     def whole(self, now: float) -> bytes:
         """The answer to a keep-alive HTTP/1.1 GET, the usual request: made once a second.
@@ -257,9 +266,10 @@ class Prepared:
         return self._whole
 
     def closing(self, now: float) -> bytes:
-        """The answer to an HTTP/1.1 GET that said close (a connection per request), as
-        ``whole`` makes it, with ``connection: close``: its head is made once a second and the
-        body joined to it each time (kept once, not twice, for the clients of either kind)."""
+        """The answer to an HTTP/1.1 GET that said close (a connection per request), or to an
+        HTTP/1.0 one that did not ask to keep it, as ``whole`` makes it, with
+        ``connection: close``: its head is made once a second and the body joined to it each
+        time (kept once, not twice, for the clients of either kind)."""
         if now >= _stale_at:
             _renew()
         date, starts = _second
@@ -580,7 +590,7 @@ class StreamBody:
 # -- helpers for the statuses a server needs ----------------------------------------------------
 
 def _text(status: int, text: str | None = None, headers: Headers | None = None) -> Response:
-    body = (text if text is not None else HTTPStatus(status).phrase).encode() + b"\n"
+    body = (text if text is not None else PHRASES.get(status, "Unknown")).encode() + b"\n"
     return Response(status, body, headers, "text/plain; charset=utf-8")
 
 

@@ -9,6 +9,7 @@ memory whole. ``wsgi.file_wrapper`` files go out with ``sendfile``.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -16,7 +17,7 @@ import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
-from http import HTTPStatus
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("seda.wsgi")
 
 _SPECIAL = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
-_PHRASES = {s.value: s.phrase for s in HTTPStatus}
 # Hop-by-hop fields are the server's to send (PEP 3333); an application's Connection: close is
 # kept as the wish to close.
 _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
@@ -48,8 +48,9 @@ _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}   # SERVER_PROTOCOL, by requ
 _LENGTH, _HOP, _SPECIAL_FIELD = 0, 1, 2
 _SERVER_FIELDS = {"content-length": _LENGTH, "connection": _SPECIAL_FIELD, "date": _SPECIAL_FIELD,
                   **dict.fromkeys(_HOP_BY_HOP, _HOP)}
-# status lines as applications write them, with the standard phrase: taken as they are
-_STANDARD = {f"{s.value} {s.phrase}": s.value for s in HTTPStatus if s.value >= 200}
+# status lines as applications write them, with the server's phrase: taken as they are
+_STANDARD = {f"{code} {phrase}": code for code, phrase in responses.PHRASES.items()
+             if code >= 200}
 
 
 def _status_code(status: str) -> int:
@@ -61,6 +62,16 @@ def _status_code(status: str) -> int:
             or len(code) != 3 or not 200 <= int(code) <= 599 or "\n" in status or "\r" in status:
         raise ValueError(f"bad WSGI status {status!r}: a response's status is 200 to 599")
     return int(code)
+
+
+@functools.cache
+def server_software() -> str:
+    """``SERVER_SOFTWARE`` (CGI, RFC 3875 4.1.17): the package and its version, as gunicorn
+    says ``gunicorn/23.0.0``; the name alone where the package is not installed."""
+    try:
+        return f"pyseda/{metadata.version('pyseda')}"
+    except metadata.PackageNotFoundError:
+        return "pyseda"
 
 
 def _read_head(headers: tuple[Any, ...]) -> AnswerHead:
@@ -161,7 +172,8 @@ class WsgiHandler(EventHandler):
         self._base: WSGIEnvironment = {
             "REQUEST_METHOD": "", "SCRIPT_NAME": self.script_name, "PATH_INFO": "",
             "QUERY_STRING": "", "SERVER_NAME": self.server_name, "SERVER_PORT": self.server_port,
-            "SERVER_PROTOCOL": "", "REMOTE_ADDR": "", "REMOTE_PORT": "",
+            "SERVER_PROTOCOL": "", "SERVER_SOFTWARE": server_software(),
+            "REMOTE_ADDR": "", "REMOTE_PORT": "",
             "wsgi.version": (1, 0), "wsgi.url_scheme": "", "wsgi.input": None,
             "wsgi.input_terminated": True, "wsgi.errors": self._errors,
             "wsgi.file_wrapper": FileWrapper, "wsgi.multithread": True,
@@ -258,9 +270,10 @@ class _Exchange:
             self.reason = None
         else:
             code = _status_code(status)
-            # the standard phrase comes from a table; only another one is sent as given
+            # the server's phrase comes from a table; only another one is sent as given (an
+            # older one too: "413 Request Entity Too Large" is the application's to say)
             reason = status.partition(" ")[2]
-            self.reason = None if _PHRASES.get(code) == reason else reason
+            self.reason = None if responses.PHRASES.get(code) == reason else reason
         # (taken as they are now: fields added to the list later are not sent, as gunicorn and
         # waitress copy them; an iterator of fields is taken whole)
         self.head = self.handler.heads.get(tuple(headers))

@@ -122,7 +122,7 @@ def test_a_kept_head_due_for_renewal_is_answered_at_once(rt):
 def test_http10_gets_the_answer_and_a_close(served):
     address, app, answers, _ = served
     out = raw(address, b"GET /a HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"ready")
+    assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"ready")
     assert b"connection: close" in out.lower() and not app.seen and answers[b"/a"].hits == 1
 
 

@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 
+import httpx
 import pytest
 
 from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, serve
@@ -321,6 +322,20 @@ def test_head_and_204_send_no_body_and_head_gets_its_length(rt):
     assert (r.status, data, r.getheader("content-length")) == (204, b"", None)
 
 
+def test_a_status_goes_out_with_the_reason_phrase_of_rfc_9110(rt):
+    """ASGI gives no reason phrase: the server's is RFC 9110's (15), not the RFC 7231 one
+    Python 3.11's HTTPStatus has ("Request Entity Too Large", "Unprocessable Entity")."""
+    async def app(scope, receive, send):
+        await answer(send, int(scope["path"][1:]), b"body")
+
+    address = run(rt, app)
+    for status, phrase in ((413, "Content Too Large"), (414, "URI Too Long"),
+                           (416, "Range Not Satisfiable"), (421, "Misdirected Request"),
+                           (422, "Unprocessable Content")):
+        r, data = get(address, path=f"/{status}")
+        assert (r.status, r.reason, data) == (status, phrase, b"body")
+
+
 def test_head_of_a_stream_is_answered_at_once_and_its_client_leaving_stops_it(rt):
     """A HEAD to an endless stream (an event stream, which Starlette streams for HEAD as for
     GET): the head goes with the first piece, without a length it cannot know, and once the
@@ -367,7 +382,8 @@ def test_http10_gets_a_streamed_body_delimited_by_the_close(rt):
         await send({"type": "http.response.body", "body": b"b"})
 
     out = raw(run(rt, app), b"GET / HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"\r\n\r\nab")
+    assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"\r\n\r\nab")
+    assert b"connection: close" in out.lower() and b"chunked" not in out.lower()
 
 
 def test_trailers_are_declined_politely(rt):
@@ -490,6 +506,39 @@ def test_a_whole_response_keeps_its_fields_and_its_wish_to_close_and_never_split
     assert recovered.startswith(b"HTTP/1.1 500") and recovered.endswith(b"\r\n\r\nfallback")
     taken = raw(address, b"GET /bytes-like HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert taken.startswith(b"HTTP/1.1 200") and taken.count(b"\r\nContent-Length: 5\r\n") == 1
+
+
+def test_an_upgrade_the_application_sends_is_kept_with_its_connection_option(rt):
+    """RFC 9110 7.8: any response may advertise a protocol with Upgrade (a 426 must); the
+    application's is kept, whole, streamed or HEAD's, while the other hop-by-hop fields still
+    go, and the server's Connection names "upgrade", beside "close" when it closes."""
+    async def app(scope, receive, send):
+        path = scope["path"]
+        headers = [(b"upgrade", b"h2c"), (b"keep-alive", b"timeout=5")]
+        if path == "/close":
+            headers.append((b"connection", b"close"))
+        if path == "/stream":
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"bo", "more_body": True})
+            await send({"type": "http.response.body", "body": b"dy"})
+        else:
+            await answer(send, 426 if path == "/426" else 200, b"body", headers)
+
+    def options(response: httpx.Response) -> list[str]:
+        return [o.strip() for o in response.headers.get("connection", "").lower().split(",")]
+
+    address = run(rt, app)
+    with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=WAIT) as client:
+        for method, path, status, body in (("GET", "/426", 426, "body"),
+                                           ("GET", "/", 200, "body"), ("HEAD", "/", 200, ""),
+                                           ("GET", "/stream", 200, "body")):
+            r = client.request(method, path)
+            assert (r.status_code, r.text, r.headers.get("upgrade")) == (status, body, "h2c")
+            assert "upgrade" in options(r) and "keep-alive" not in r.headers
+    closed = raw(address, b"GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n"
+                          b"Host: x\r\n\r\n")
+    assert closed.count(b"HTTP/1.1 200") == 1 and b"\r\nupgrade: h2c\r\n" in closed
+    assert b"\r\nconnection: close, upgrade\r\n" in closed and b"keep-alive" not in closed
 
 
 @pytest.mark.parametrize("field", [(b"bad name", b"v"), (b"x:y", b"v"), (b"", b"v"),

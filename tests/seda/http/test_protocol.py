@@ -177,20 +177,31 @@ def test_an_http_0_9_request_gets_505_at_once_though_no_empty_line_follows():
     assert req.version == "1.1"
 
 
-def test_http_1_0_closes_unless_asked_to_keep_alive():
+def test_http_1_0_is_answered_http_1_1_and_closes_unless_asked_to_keep_alive():
+    """RFC 9110 2.5: the answer says HTTP/1.1 (the highest version of the request's major one
+    the server conforms to); what it does is HTTP/1.0's: a close, said, unless the client
+    asked to keep the connection (then said), and a body of unknown length never chunked."""
     c = Conn()
     (req,) = c.send(b"GET / HTTP/1.0\r\n\r\n")
     c.answer(req)
-    assert c.wire().startswith(b"HTTP/1.0 200") and c.closed
+    assert c.wire().startswith(b"HTTP/1.1 200 OK\r\n") and c.closed
+    assert b"connection: close\r\n" in c.wire()
     c = Conn()
     (req,) = c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
     c.answer(req)
-    assert b"connection: keep-alive" in c.wire() and not c.closed
+    assert c.wire().startswith(b"HTTP/1.1 200 OK\r\n") and not c.closed
+    assert b"connection: keep-alive\r\n" in c.wire()
+    (req,) = c.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    c.answer(req, Response(200, iter([b"a", b"b"])))    # no length: ended by the close
+    second = c.wire().split(b"HTTP/1.1 200 OK\r\n")[2]
+    assert b"connection: close\r\n" in second and b"transfer-encoding" not in second
+    assert second.endswith(b"\r\n\r\nab") and c.closed
 
 
 def test_the_version_is_read_right_however_the_head_arrives():
     """Whole, byte by byte (the request line split anywhere), after empty lines, or behind
-    another request in the same packet: the answer speaks the request's own version."""
+    another request in the same packet: the answer keeps the request's own version's ways
+    (HTTP/1.0's close)."""
     head = b"GET /a%20b?q=1 HTTP/1.0\r\nHost: x\r\n\r\n"
     for pieces in ([head], [head[:20], head[20:]], [bytes([b]) for b in head],
                    [b"\r\n\r\n" + head], [get("/first") + head]):
@@ -199,7 +210,7 @@ def test_the_version_is_read_right_however_the_head_arrives():
         assert [r.version for r in reqs][-1] == "1.0"
         for req in reqs:
             c.answer(req)
-        assert c.wire().count(b"HTTP/1.0 200") == 1 and c.closed
+        assert c.wire().count(b"connection: close") == 1 and c.closed
 
 
 def test_the_fragment_is_not_part_of_the_target():
@@ -335,6 +346,37 @@ def test_trailers_cannot_carry_framing_routing_or_content_fields(trailer):
     assert c.requests() == [] and c.statuses() == [400] and c.closed
 
 
+_CHUNKED = (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n")
+_SIX = b"".join(b"X-T%d: 1\r\n" % i for i in range(6))
+
+
+def test_trailers_are_held_to_the_limits_of_the_header_section():
+    """Trailer fields are counted against ``max_headers`` and ``max_header_bytes`` as header
+    fields are (apart from them): 431 past either, as for the header section, and a close."""
+    c = Conn(Limits(max_headers=5))
+    c.send(_CHUNKED + _SIX + b"\r\n")
+    assert c.requests() == [] and c.statuses() == [431] and c.closed
+    c = Conn(Limits(max_headers=6))
+    (req,) = c.send(_CHUNKED + _SIX + b"\r\n")
+    assert len(req.trailers) == 6
+    c = Conn(Limits(max_header_bytes=200))
+    c.send(_CHUNKED + b"X-Big: " + b"v" * 300 + b"\r\n\r\n")
+    assert c.requests() == [] and c.statuses() == [431] and c.closed
+
+
+def test_trailers_past_a_limit_fail_a_streamed_body_with_431_and_close_after_its_answer():
+    c = Conn(Limits(max_headers=5))
+    head, body = _CHUNKED.split(b"\r\n\r\n", 1)
+    (req,) = c.send(head + b"\r\n\r\n")                # streamed: the body comes later
+    assert c.send(body + _SIX + b"\r\n") == []
+    with pytest.raises(BodyError) as failed:
+        req.stream.read()
+    assert failed.value.status == 431 and not req.trailers
+    c.answer(req, Response(failed.value.status, b""))
+    assert c.statuses() == [431] and c.closed
+
+
 def test_trailers_reach_the_application_apart_from_the_headers():
     c = Conn()
     (req,) = c.send(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -397,6 +439,20 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read():
 def test_a_head_that_never_ends_is_refused_at_its_limit():
     c = Conn(Limits(max_request_line=100, max_header_bytes=200))
     c.send(b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 400)
+    assert c.statuses() == [431] and c.closed
+
+
+def test_a_head_whose_fields_pass_their_limit_is_refused_before_it_ends():
+    """Fields past ``max_header_bytes`` while the head goes on (under its bound with the
+    request line, past which any head is refused): 431 as they pass it, not a 408 at the
+    header timeout; a head just under it goes on."""
+    c = Conn()
+    c.send(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    field = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+    for _ in range(64):                        # 64 KB less a little: under the limit
+        c.send(field)
+    assert c.statuses() == [] and not c.closed
+    c.send(field)
     assert c.statuses() == [431] and c.closed
 
 
@@ -482,7 +538,7 @@ def test_a_chunked_body_on_http_1_0_streams_too_and_the_connection_closes_after_
     assert c.send(b"0\r\n\r\nGET /smuggled HTTP/1.0\r\n\r\n") == []
     assert req.stream.read_nowait() == (b"", True) and c.p.client is DONE
     c.answer(req)
-    assert c.wire().startswith(b"HTTP/1.0 200") and c.events[-1] is CLOSE
+    assert c.wire().startswith(b"HTTP/1.1 200") and c.events[-1] is CLOSE
 
 
 def test_a_chunked_stream_that_stalls_fails_its_reader_with_408():
@@ -620,7 +676,7 @@ def test_a_head_seen_before_gets_the_same_answer_without_being_parsed():
     third.send(head10)
     assert third.p.parser is None and not third.closed
     assert undated(third.wire()) == undated(first.wire()).partition(b"/f")[2]
-    assert third.wire().startswith(b"HTTP/1.0 200") and b"keep-alive" in third.wire()
+    assert third.wire().startswith(b"HTTP/1.1 200") and b"keep-alive" in third.wire()
 
 
 def test_kept_heads_pipelined_in_one_packet_are_answered_in_turn():

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.request
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ from seda.http import Limits, Response, StreamBody, responses, serve
 from seda.http.request import BodyReader
 
 from tests.helpers import WAIT
-from tests.helpers.net import raw, until
+from tests.helpers.net import ask, raw, until
 
 
 class App(seda.EventHandler):
@@ -111,12 +112,21 @@ def test_pipelined_requests_are_answered_in_order(address):
     assert out.index(b"/wait/300") < out.index(b"/wait/10") < out.index(b"/wait/100")
 
 
-def test_http10_closes_unless_asked_to_keep_alive(address):
+def test_http10_is_answered_http_1_1_and_closes_unless_asked_to_keep_alive(address):
+    """RFC 9110 2.5: HTTP/1.1, the highest version of the request's major one the server
+    conforms to, as nginx and uvicorn answer; with HTTP/1.0's ways: a close, said, unless the
+    client asked to keep the connection (then said), and a body without a length ended by
+    the close, never chunked."""
     out = raw(address, b"GET /echo HTTP/1.0\r\n\r\nGET /echo HTTP/1.0\r\n\r\n")
-    assert statuses(out) == [200] and b"connection: close" in out
+    assert out.startswith(b"HTTP/1.1 200 OK\r\n") and statuses(out) == [200]
+    assert b"connection: close" in out
     out = raw(address, b"GET /echo HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                       b"GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
                        b"GET /echo HTTP/1.0\r\n\r\n")
-    assert statuses(out) == [200, 200] and b"connection: keep-alive" in out
+    kept, streamed = out.split(b"HTTP/1.1 200 OK\r\n")[1:]   # two answers, then the close
+    assert b"connection: keep-alive\r\n" in kept and b"connection: close\r\n" in streamed
+    assert b"transfer-encoding" not in streamed
+    assert streamed.endswith(b"\r\n\r\n" + b"".join(b"part%d;" % i for i in range(5)))
 
 
 def test_chunked_request_body(address):
@@ -300,6 +310,8 @@ BAD = [
     (b"GET / HTTP/1.1\r\nHost: x y/z\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
      b"3\r\nabc\r\n0\r\nHost: evil\r\n\r\n", 400),                        # Host in a trailer
+    (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+     + b"".join(b"X-T%d: 1\r\n" % i for i in range(300)) + b"\r\n", 431),  # 300 trailer fields
 ]
 
 
@@ -377,6 +389,30 @@ def test_size_limits(rt):
         == [[414], [431], [431], [413], [413]]
     assert statuses(raw(address, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
                                  b"0123456789")) == [200]
+
+
+def test_status_lines_say_the_reason_phrases_of_rfc_9110(address):
+    """The phrases the server writes (an answer that gives none, the server's own refusals)
+    are RFC 9110's (15), not the RFC 7231 ones Python 3.11's HTTPStatus still has."""
+    phrases = {413: "Content Too Large", 414: "URI Too Long", 416: "Range Not Satisfiable",
+               421: "Misdirected Request", 422: "Unprocessable Content"}
+    with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=WAIT) as client:
+        for status, phrase in phrases.items():
+            r = client.get(f"/status/{status}")
+            assert (r.status_code, r.reason_phrase, r.text) == (status, phrase, "body")
+    big = raw(address, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % 2**31)
+    assert big.startswith(b"HTTP/1.1 413 Content Too Large\r\n")
+    assert big.endswith(b"\r\n\r\nContent Too Large\n")
+    long = raw(address, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert long.startswith(b"HTTP/1.1 414 URI Too Long\r\n")
+
+
+def test_a_head_past_the_field_limit_gets_431_before_it_ends(rt):
+    """70 KB of fields and no end of the head yet (under the 72 KB a head may take with its
+    request line): 431 at once, though the header timeout is far off."""
+    address = start(rt, Limits(header_timeout=3 * WAIT))
+    head = b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: %s\r\n" % (b"a" * 1000) * 70
+    assert statuses(ask(address, head)) == [431]           # (ask times out in WAIT)
 
 
 def test_slowloris_gets_408_even_while_trickling(rt):
@@ -633,4 +669,4 @@ def test_bytes_sent_after_saying_close_do_not_reset_the_answer(rt):
         data = b""
         while chunk := s.recv(65536):             # (ConnectionResetError if it reset)
             data += chunk
-    assert data.startswith(b"HTTP/1.0 200") and data.endswith(b"\r\n\r\n" + b"x" * 200_000)
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n" + b"x" * 200_000)

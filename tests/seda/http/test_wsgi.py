@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 import threading
+from importlib import metadata
 from wsgiref.validate import validator
 
 import pytest
@@ -38,7 +39,8 @@ def get(address, method="GET", path="/", body=None, headers=None):
 
 def describe(environ, start_response):
     keys = ["REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
-            "CONTENT_LENGTH", "SERVER_PROTOCOL", "HTTP_X_TWICE", "wsgi.url_scheme"]
+            "CONTENT_LENGTH", "SERVER_PROTOCOL", "SERVER_SOFTWARE", "HTTP_X_TWICE",
+            "wsgi.url_scheme"]
     info = {k: environ.get(k) for k in keys}
     length = int(environ.get("CONTENT_LENGTH") or 0)
     info["body"] = environ["wsgi.input"].read(length).decode()
@@ -56,6 +58,7 @@ def test_environ_is_complete_and_the_body_readable(rt):
     assert info == {"REQUEST_METHOD": "POST", "SCRIPT_NAME": "/app", "PATH_INFO": "/a b",
                     "QUERY_STRING": "x=1", "CONTENT_TYPE": "text/plain", "CONTENT_LENGTH": "7",
                     "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_X_TWICE": "1",
+                    "SERVER_SOFTWARE": f"pyseda/{metadata.version('pyseda')}",
                     "wsgi.url_scheme": "http", "body": "payload", "remote": "127.0.0.1"}
 
 
@@ -140,7 +143,25 @@ def test_head_gets_no_body_and_http10_gets_a_close(rt):
     r, data = get(address, "HEAD")
     assert r.status == 200 and data == b""
     out = ask(address, b"GET / HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.0 200 OK") and out.endswith(b"\r\n\r\nab")
+    assert out.startswith(b"HTTP/1.1 200 OK") and out.endswith(b"\r\n\r\nab")
+    assert b"connection: close" in out.lower() and b"chunked" not in out.lower()
+
+
+def test_the_server_s_reason_phrases_are_rfc_9110_s_and_an_application_s_own_are_kept(rt):
+    """A status line the application writes goes out as written: with RFC 9110's phrase, or
+    its own, an older one (RFC 7231's, as Django writes from Python 3.11's HTTPStatus)
+    included."""
+    statuses = {"/new": "422 Unprocessable Content", "/old": "422 Unprocessable Entity",
+                "/mine": "413 Too Much For Me", "/large": "413 Content Too Large"}
+
+    def app(environ, start_response):
+        start_response(statuses[environ["PATH_INFO"]], [("Content-Type", "text/plain")])
+        return [b"body"]
+
+    address = run(rt, app)
+    for path, line in statuses.items():
+        r, data = get(address, path=path)
+        assert f"{r.status} {r.reason}" == line and data == b"body"
 
 
 def test_head_of_a_head_aware_application_says_no_length_it_does_not_know(rt):
@@ -307,7 +328,7 @@ def test_an_answer_carries_the_fields_the_application_gave(rt):
     with socket.create_connection(address, timeout=WAIT) as s:
         s.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         first = s.recv(65536)
-    assert first.startswith(b"HTTP/1.0 200") and b"connection: keep-alive" in first.lower()
+    assert first.startswith(b"HTTP/1.1 200") and b"connection: keep-alive" in first.lower()
     for path in (b"/split", b"/euro", b"/digits", b"/name", b"/nul"):
         bad = raw(address, b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path)
         assert bad.startswith(b"HTTP/1.1 500") and b"Set-Cookie" not in bad
