@@ -276,3 +276,14 @@ def test_a_connection_closed_for_its_timeout_gives_its_place_back(data):
         until(lambda: rt.stats()[RECEIVER]["handler"]["open"], lambda n: n == 0)
         with client(service) as smtp:              # its 220: taken
             assert smtp.noop()[0] == 250
+
+
+def test_quoted_local_parts_through_smtplib(data):
+    """smtplib sends a quoted local part as written: "john doe" may send, "alice" is alice
+    (RFC 5321 4.1.2: the quotes do not make another mailbox), "no body" is nobody (550)."""
+    with running(data) as service, client(service) as smtp:
+        refused = smtp.sendmail('"john doe"@else.test', ['"alice"@example.org',
+                                                         '"no body"@example.org'],
+                                b"Subject: quoted\r\n\r\nhi\r\n")
+        assert {k: v[0] for k, v in refused.items()} == {'"no body"@example.org': 550}
+        assert [m.subject for m in inbox(service, "alice")] == ["quoted"]
