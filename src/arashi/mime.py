@@ -222,6 +222,13 @@ def show(raw: bytes) -> Shown:
             into.texts.append(linkify(_text(part, notices)))
         elif disposition != "attachment" and filename is None and ctype == "text/html":
             into.html.append(_text(part, notices))
+        elif disposition != "attachment" and filename is None and ctype.startswith("multipart/"):
+            # a multipart whose boundary is missing or never found (the notice says it is
+            # malformed): its body, parts and all, is what could be read; as text, not as a
+            # file to download, and nothing when it is empty
+            text = _text(part, notices)
+            if text.strip():
+                into.texts.append(linkify(text))
         else:
             into.attachments.append(Attachment(i, filename or f"part-{i}", ctype,
                                                len(_payload(part))))

@@ -176,6 +176,22 @@ def test_messages_attached_very_deep_are_shown_without_failing():
 
 
 
+def test_a_multipart_whose_boundary_is_lost_is_shown_as_its_text():
+    """A bounce whose Content-Type lost its boundary parameter (the shape of CPython's
+    test_email/data/msg_25.txt): its body is what can be read, so it is shown as text, not
+    offered as a file called part-0; an empty one shows nothing."""
+    cut = (b"From: Mail Delivery Subsystem <MAILER-DAEMON@zinfandel.lacita.com>\r\n"
+           b"Subject: Returned mail: Too many hops\r\n"
+           b"Content-Type: multipart/report; report-type=delivery-status;\r\n\tbo\r\n\r\n"
+           b"--JAB03225.986577786/zinfandel.lacita.com\r\n\r\n"
+           b"554 Too many hops 19 (17 max): to <scoffman@wellpartner.com>\r\n")
+    shown = mime.show(cut)
+    assert shown.notices and not shown.attachments
+    assert "554 Too many hops 19 (17 max): to &lt;scoffman@wellpartner.com&gt;" in shown.texts[0]
+    empty = mime.show(b"Content-Type: multipart/mixed\r\n\r\n")
+    assert not empty.texts and not empty.attachments
+
+
 # CPython's email test corpus: with this Python's standard library where it is whole (Debian's
 # leaves the tests out), or with a pyenv-built one
 CORPUS = next((p for p in [Path(email.__file__).parent.parent / "test/test_email/data",
