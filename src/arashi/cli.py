@@ -21,6 +21,7 @@ from .db import DatabaseError, database_url, open_pool
 from .importer import MailboxError, import_mailbox
 from .migrations import LATEST, migrate
 from .overload import PLACES, POLICIES, check
+from .receiver import MAX_CONNECTIONS
 from .service import Options, build, default_domains, open_store
 from .smtp import Limits
 from .store import NotFound, StoreError, check_user_name
@@ -148,6 +149,10 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--smtp-timeout", type=_positive, default=300.0, metavar="SECONDS",
                        help="close a client silent this long, between commands or "
                        "inside a message (default %(default)s)")
+    serve.add_argument("--smtp-max-connections", type=int, default=MAX_CONNECTIONS,
+                       metavar="N",
+                       help="SMTP connections at once (per worker); one more is told 421 and "
+                       "closed, to try again later (default %(default)s)")
     serve.add_argument("--redis", metavar="URL",
                        help="share mail delivery with every node given the same Redis "
                        "(redis://HOST:6379/0): mail accepted here may be stored by any node, "
@@ -241,6 +246,8 @@ def _serve(args: argparse.Namespace) -> None:
         raise Failure(f"--threads {args.threads}: at least 1")
     if args.workers < 1:
         raise Failure(f"--workers {args.workers}: at least 1")
+    if args.smtp_max_connections < 1:
+        raise Failure(f"--smtp-max-connections {args.smtp_max_connections}: at least 1")
     if args.workers > 1 and args.ready_fd is None:
         _supervise(args)
         return
@@ -254,6 +261,7 @@ def _serve(args: argparse.Namespace) -> None:
                        domains=tuple(args.domain or default_domains()),
                        limits=Limits(max_size=args.max_size), timeout=args.smtp_timeout,
                        data_timeout=args.smtp_timeout,
+                       max_connections=args.smtp_max_connections,
                        **({"hostname": args.hostname} if args.hostname else {}),
                        web_bind=args.bind, target_p90=None if args.target_p90 is None
                        else args.target_p90 / 1000, class_cookie=args.class_cookie,

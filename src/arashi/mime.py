@@ -1,7 +1,9 @@
 """A stored message made safe to show: its headers, its text with web addresses made links, its
-HTML parts as escaped source text (never rendered, so never executed), and its attachments
-listed. Mail is hostile or broken often enough that nothing here trusts it: parsing failures,
-unknown charsets and 8-bit headers become text with replacement characters and a notice."""
+HTML parts as escaped source text (never rendered, so never executed), its attachments
+listed, and the messages attached to it (a forwarded message, a bounce's returned one) each
+with its own headers and parts, a delivery report as its text. Mail is hostile or broken
+often enough that nothing here trusts it: parsing failures, unknown charsets and 8-bit
+headers become text with replacement characters and a notice."""
 
 from __future__ import annotations
 
@@ -17,6 +19,15 @@ from .headers import read_field
 
 SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
 MAX_TEXT = 1_000_000           # characters of a text part shown; the rest is cut, with a notice
+MAX_DEPTH = 8                  # attached messages shown one inside another; deeper, flattened
+# parts shown as text like text/plain: a bounce's returned header block (RFC 6522)
+_TEXT_TYPES = frozenset({"text/plain", "text/rfc822-headers"})
+# attached messages, shown with their own headers (RFC 2046 5.2.1, RFC 6532, RFC 5537);
+# message/external-body and message/partial are no messages of their own: their parts are
+# shown in the one that holds them, as before
+_MESSAGE_TYPES = frozenset({"message/rfc822", "message/global", "message/news"})
+# delivery reports (RFC 3464, RFC 6533): groups of fields, shown as the text they are
+_STATUS_TYPES = frozenset({"message/delivery-status", "message/global-delivery-status"})
 _URL = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
 _TRAILING = ".,;:!?)]}'"
 _TOKEN = r"[a-z0-9!#$&^_.+-]+"
@@ -55,11 +66,15 @@ class Attachment:
 
 @dataclass
 class Shown:
+    """A message as shown; ``messages`` are those attached to it (message/rfc822 parts), each
+    a ``Shown`` of its own (headers, texts, ...; notices are the outermost one's)."""
+
     headers: list[tuple[str, str]] = field(default_factory=list)
     texts: list[Markup] = field(default_factory=list)        # text parts, links made
     html: list[str] = field(default_factory=list)            # HTML parts as source text
     attachments: list[Attachment] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    messages: list[Shown] = field(default_factory=list)
 
 
 def parse(raw: bytes) -> email.message.EmailMessage:
@@ -127,6 +142,34 @@ def _text(part: email.message.Message, notices: list[str]) -> str:
     return clean(text)
 
 
+def _headers(msg: email.message.Message) -> list[tuple[str, str]]:
+    return [(name, clean(value)) for name in SHOWN_HEADERS
+            if (value := read_field(msg, name)) is not None]
+
+
+def _status(part: email.message.Message, notices: list[str]) -> str:
+    """A delivery report as its text: its groups of fields (the parser makes each group a
+    message of headers), a blank line between them."""
+    groups = part.get_payload()
+    if not isinstance(groups, list):
+        return _text(part, notices)
+    out = []
+    for group in groups:
+        if not isinstance(group, email.message.Message):
+            continue
+        lines = [f"{name}: {value}" for name, value in group.raw_items()]
+        rest = group.get_payload()
+        if isinstance(rest, str) and rest.strip():
+            lines.append(rest)
+        out.append("\n".join(lines))
+    text = "\n\n".join(out).replace("\r\n", "\n").replace("\r", "\n")
+    if len(text) > MAX_TEXT:
+        notices.append(f"A delivery report is {len(text)} characters long; the first "
+                       f"{MAX_TEXT} are shown.")
+        text = text[:MAX_TEXT]
+    return clean(text)
+
+
 def show(raw: bytes) -> Shown:
     """What the message page shows of ``raw``."""
     shown = Shown()
@@ -140,25 +183,56 @@ def show(raw: bytes) -> Shown:
     if msg.defects or any(p.defects for p in parts):
         shown.notices.append("This message is malformed; parts of it may be missing or shown "
                              "as text.")
-    for name in SHOWN_HEADERS:
-        value = read_field(msg, name)
-        if value is not None:
-            shown.headers.append((name, clean(value)))
-    for i, part in enumerate(parts):
+    shown.headers = _headers(msg)
+    index = {id(part): i for i, part in enumerate(parts)}   # an attachment's number: its URL
+    notices = shown.notices
+    # the parts in order, depth first, each with the Shown it goes into: a stack, not
+    # recursion, so that no nesting of parts can exhaust Python's
+    stack: list[tuple[email.message.Message, Shown, int]] = [(msg, shown, 0)]
+    while stack:
+        part, into, depth = stack.pop()
         ctype = safe_type(part)
+        if ctype in _STATUS_TYPES:
+            into.texts.append(linkify(_status(part, notices)))
+            continue
+        if part.is_multipart():
+            children = part.get_payload()
+            assert isinstance(children, list)
+            if ctype in _MESSAGE_TYPES and children and isinstance(children[0],
+                                                                   email.message.Message):
+                # an attached message (message/rfc822, its payload the message): its own
+                # headers, and its parts inside it
+                if depth < MAX_DEPTH:
+                    attached = Shown(headers=_headers(children[0]))
+                    into.messages.append(attached)
+                    into, depth = attached, depth + 1
+                elif not any(n.startswith("Messages attached") for n in notices):
+                    notices.append(f"Messages attached more than {MAX_DEPTH} deep are shown "
+                                   "without their own headers.")
+            stack.extend((child, into, depth) for child in reversed(children)
+                         if isinstance(child, email.message.Message))
+            continue
         try:
             disposition = part.get_content_disposition()
         except Exception:
             disposition = "attachment"
         filename = _filename(part)
-        if disposition != "attachment" and filename is None and ctype == "text/plain":
-            shown.texts.append(linkify(_text(part, shown.notices)))
+        i = index[id(part)]
+        if disposition != "attachment" and filename is None and ctype in _TEXT_TYPES:
+            into.texts.append(linkify(_text(part, notices)))
         elif disposition != "attachment" and filename is None and ctype == "text/html":
-            shown.html.append(_text(part, shown.notices))
+            into.html.append(_text(part, notices))
+        elif disposition != "attachment" and filename is None and ctype.startswith("multipart/"):
+            # a multipart whose boundary is missing or never found (the notice says it is
+            # malformed): its body, parts and all, is what could be read; as text, not as a
+            # file to download, and nothing when it is empty
+            text = _text(part, notices)
+            if text.strip():
+                into.texts.append(linkify(text))
         else:
-            shown.attachments.append(Attachment(i, filename or f"part-{i}", ctype,
-                                                len(_payload(part))))
-    if not shown.texts and not shown.html and not shown.attachments:
+            into.attachments.append(Attachment(i, filename or f"part-{i}", ctype,
+                                               len(_payload(part))))
+    if not shown.texts and not shown.html and not shown.attachments and not shown.messages:
         shown.notices.append("This message has no text.")
     return shown
 

@@ -7,7 +7,9 @@ between commands (or as long sending one), or ``data_timeout`` within a message,
 is closed. While the
 server itself is busy answering, the clock does not run against the client. So is the bound on
 the message bytes held over all connections (``Limits.max_held``): the client whose message
-would pass it gets 421 and is closed, and sends it again later.
+would pass it gets 421 and is closed, and sends it again later. And the bound on connections
+(``max_connections``): one more is told 421 at once and closed, without a conversation or a
+timer of its own, so idle connections cannot take the process's memory and descriptors.
 """
 
 from __future__ import annotations
@@ -45,12 +47,22 @@ class _Expired:
         self.session = session
 
 
+MAX_CONNECTIONS = 100         # conversations at once (Postfix's default_process_limit)
+
+
 class SMTPReceiver(seda.EventHandler):
     def __init__(self, hostname: str, domains: frozenset[str], limits: Limits,
-                 timeout: float = 300.0, data_timeout: float = 180.0) -> None:
+                 timeout: float = 300.0, data_timeout: float = 180.0,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections is at least 1, not {max_connections}")
         self.hostname, self.domains, self.limits = hostname, domains, limits
         self.timeout, self.data_timeout = timeout, data_timeout
-        self.open = self.accepted = self.timeouts = self.busy = 0
+        self.max_connections = max_connections
+        # the one thing a connection past the bound is told (RFC 5321 3.8: 421, then close)
+        self.full = Reply(421, f"4.7.0 {hostname} too many connections, try again "
+                          "later").data
+        self.open = self.accepted = self.timeouts = self.busy = self.refused = 0
         self.held = 0                     # message bytes held over all sessions, at most:
         self.held_max = 8 * limits.max_size if limits.max_held is None else limits.max_held
 
@@ -90,6 +102,14 @@ class SMTPReceiver(seda.EventHandler):
             self._expired(ev.session)
 
     def _connected(self, conn: Any) -> None:
+        if self.open >= self.max_connections:
+            # no session: its packets and its Closed are ignored (conn.data stays None), so
+            # it is counted in ``open`` neither way; the close lingers, reading what the
+            # client still sends, so that the 421 is not lost to a reset
+            self.refused += 1
+            conn.enqueue_lossy(self.full)
+            conn.close()
+            return
         self.accepted += 1
         self.open += 1
         session = conn.data = Session(conn, SMTPServer(self.hostname, self.domains, self.limits))
@@ -156,8 +176,8 @@ class SMTPReceiver(seda.EventHandler):
                                             self.own, _Expired(session))
 
     def stats(self) -> dict:
-        """Connections ``open`` now, ``accepted`` since the start, closed for ``timeouts``,
-        questions refused with 451 because the delivery stage was ``busy``, message bytes
-        ``held`` now."""
-        return {"open": self.open, "accepted": self.accepted, "timeouts": self.timeouts,
-                "busy": self.busy, "held": self.held}
+        """Connections ``open`` now, ``accepted`` since the start, ``refused`` with 421 for
+        being past ``max_connections``, closed for ``timeouts``, questions refused with 451
+        because the delivery stage was ``busy``, message bytes ``held`` now."""
+        return {"open": self.open, "accepted": self.accepted, "refused": self.refused,
+                "timeouts": self.timeouts, "busy": self.busy, "held": self.held}

@@ -30,7 +30,7 @@ from .db import DatabaseError, Pool, database_url, open_pool
 from .delivery import Delivery
 from .events import DELIVERY, RECEIVER
 from .migrations import LATEST, migrate, version
-from .receiver import SMTPReceiver
+from .receiver import MAX_CONNECTIONS, SMTPReceiver
 from .router import build_web
 from .sessions import LIFETIME, Sessions
 from .smtp import Limits
@@ -57,6 +57,7 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     timeout: float = 300.0                            # seconds between commands
     data_timeout: float = 180.0                       # seconds between bytes of a message
+    max_connections: int = MAX_CONNECTIONS            # SMTP connections at once; past: 421
     delivery_threads: int = 4                         # and as many database connections
     delivery_queue: int = 1000                        # questions waiting; past it: 451
     web_bind: tuple[str, int] | None = None           # serve the web pages here (None: not)
@@ -128,7 +129,8 @@ def build(rt: seda.Runtime, options: Options) -> Service:
             rt.add_stage(DELIVERY, Delivery(store), threads=options.delivery_threads, batch=1,
                          predicate=QueueThreshold(options.delivery_queue))
             receiver = SMTPReceiver(options.hostname, frozenset(options.domains),
-                                    options.limits, options.timeout, options.data_timeout)
+                                    options.limits, options.timeout, options.data_timeout,
+                                    options.max_connections)
             stage = rt.add_stage(RECEIVER, receiver, blocking=False, batch=256)
             SocketLayer.of(rt).listen(options.smtp_bind, stage.sink, sock=sock,
                                       overflow="close")

@@ -69,7 +69,8 @@ class Close:
 @dataclass
 class Recipient:
     """RCPT TO for ``local``@``domain`` (a domain of ours): answer ``recipient(who)`` with who
-    receives it (a user id, say) or None for nobody."""
+    receives it (a user id, say) or None for nobody. ``address`` is the mailbox as the client
+    wrote it; ``local`` has its quoting undone (``"john"`` is ``john``, RFC 5322 3.4.1)."""
 
     address: str
     local: str
@@ -89,7 +90,32 @@ class Mail:
 
 # states
 GREETING, READY, MAIL, DATA, CLOSED = "greeting", "ready", "mail", "data", "closed"
-_PATH = re.compile(r"\s*<([^<>\s]*)>(.*)", re.S)
+
+# A path (RFC 5321 4.1.2): <[source route:]local-part@domain>, then the parameters. A
+# Quoted-string in the local part is read by the grammar (qtextSMTP, quoted-pairSMTP: any
+# printable character or space, '"' and '\' escaped), so it may hold spaces and brackets; the
+# rest is read as leniently as before, as Postfix does by default (a dot-string's and a
+# domain's rules unchecked, an RFC 5322 obs-local-part such as "john".doe taken), but a path
+# is one mailbox: one '@' outside quotes, something after it, no quote or space outside a
+# Quoted-string. The source route, obsolete, is dropped (RFC 5321 C).
+_QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
+_LOCAL = rf'(?:{_QUOTED}|[^\s<>"@])+'     # one character a turn: no nested repeats to backtrack
+_DOMAIN = r'[^\s<>"@]+'                 # a name or an address literal ([IPv6:::1]), unchecked
+_ROUTE_DOMAIN = r'[^\s<>"@,:]+'
+_PATH = re.compile(rf"\s*<(?:@{_ROUTE_DOMAIN}(?:,@{_ROUTE_DOMAIN})*:)?"
+                   rf"(?P<mailbox>(?P<local>{_LOCAL})(?:@(?P<domain>{_DOMAIN}))?)?>(?P<rest>.*)",
+                   re.S)
+_QUOTED_PAIR = re.compile(r"\\(.)")
+
+
+def unquote(local: str) -> str:
+    """A local part as it names a mailbox: its quotes and quoted-pairs undone, so that
+    ``"john"``, ``"jo\\hn"`` and ``john`` are one (RFC 5322 3.4.1; RFC 5321 4.1.2 asks that
+    a mailbox not need the quotes)."""
+    if '"' not in local:
+        return local
+    return "".join(_QUOTED_PAIR.sub(r"\1", part[1:-1]) if part.startswith('"') else part
+                   for part in re.findall(rf'{_QUOTED}|[^"]+', local))
 
 
 class SMTPServer:
@@ -274,7 +300,7 @@ class SMTPServer:
         if m is None:
             return self._error(501, "5.1.7 syntax: MAIL FROM:<address>")
         params = {}
-        for word in m[2].split():
+        for word in m["rest"].split():
             key, _, value = word.partition("=")
             params[key.upper()] = value
         for key, value in params.items():
@@ -288,7 +314,7 @@ class SMTPServer:
                     return self._error(501, "5.5.4 BODY is 7BIT or 8BITMIME")
             else:
                 return self._error(555, f"5.5.4 parameter {key} not supported")
-        self.sender, self.params = m[1], params
+        self.sender, self.params = m["mailbox"] or "", params
         self.state = MAIL
         return [Reply(250, "2.1.0 OK")]
 
@@ -298,16 +324,15 @@ class SMTPServer:
         if not arg.upper().startswith("TO:"):
             return self._error(501, "5.5.4 syntax: RCPT TO:<address>")
         m = _PATH.fullmatch(arg[3:])
-        if m is None or not m[1]:
+        if m is None or not m["mailbox"]:
             return self._error(501, "5.1.3 syntax: RCPT TO:<address>")
-        if m[2].strip():
+        if m["rest"].strip():
             return self._error(555, "5.5.4 RCPT parameters not supported")
-        address = m[1].rpartition(":")[2]             # drop a source route <@a,@b:user@dom>
-        local, at, domain = address.rpartition("@")
-        if not at:          # only <postmaster> may come without a domain (RFC 5321 4.5.1)
-            if address.lower() != "postmaster":
+        address, local, domain = m["mailbox"], unquote(m["local"]), m["domain"]
+        if domain is None:  # only <postmaster> may come without a domain (RFC 5321 4.5.1)
+            if local.lower() != "postmaster":
                 return [Reply(550, f"5.1.3 <{address}>: give a full address")]
-            local, domain = address, self.hostname
+            domain = self.hostname
         elif domain.lower().rstrip(".") not in self.domains:
             return [Reply(550, f"5.7.1 <{address}>: relaying denied, mail for {domain} is "
                           "not accepted here")]

@@ -53,6 +53,7 @@ def test_init_adduser_and_import(tmp_path, backend):
 
 @pytest.mark.parametrize("args", [
     ["serve", "--data", "/nonexistent/arashi"],
+    ["serve", "--data", "DATA", "--smtp-max-connections", "0"],
     ["adduser", "bad name", "--data", "DATA", "--password-stdin"],
     ["adduser", "bob", "--data", "DATA", "--password-stdin"],          # empty password
     ["import", "--user", "nobody", "--data", "DATA", "--mbox", "x"],
@@ -70,7 +71,8 @@ def test_help_on_each_command():
     for command in ([], ["init"], ["adduser"], ["import"], ["serve"]):
         done = arashi(*command, "--help")
         assert done.returncode == 0 and "usage: arashi" in done.stdout
-    assert "--smtp-bind" in arashi("serve", "--help").stdout
+    serve = arashi("serve", "--help").stdout
+    assert "--smtp-bind" in serve and "--smtp-max-connections" in serve
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])

@@ -6,17 +6,20 @@ from __future__ import annotations
 import select
 import smtplib
 import socket
+import struct
 from email import policy
 from email.message import EmailMessage
 
 import pytest
 
 from arashi import mime
+from arashi.events import RECEIVER
 from arashi.smtp import Limits
 from arashi.store import INBOX
 
 from tests.helpers import WAIT
-from tests.helpers.arashi_env import add_users, running
+from tests.helpers.arashi_env import add_users, running, started
+from tests.helpers.net import until
 
 
 @pytest.fixture
@@ -34,6 +37,26 @@ def inbox(service, user: str) -> list:
 
 def client(service) -> smtplib.SMTP:
     return smtplib.SMTP(*service.smtp, timeout=WAIT)
+
+
+def read_line(sock: socket.socket) -> bytes:
+    """One reply line, byte by byte (nothing after it is taken)."""
+    sock.settimeout(WAIT)
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = sock.recv(1)
+        assert byte, line
+        line += byte
+    return line
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    """Everything the server says until it closes (within WAIT: a hang fails the test)."""
+    sock.settimeout(WAIT)
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    return received
 
 
 def test_plain_8bit_multipart_and_dot_stuffed_mail_arrive_whole(data):
@@ -173,3 +196,94 @@ def test_a_silent_client_gets_421_and_is_closed(data):
         while chunk := sock.recv(65536):       # the greeting, then 421, then the close
             received += chunk
         assert received.startswith(b"220 ") and b"\r\n421 4.4.2" in received
+
+
+def test_past_the_connection_bound_one_more_is_told_421_and_closed(data):
+    """A connection past ``max_connections`` gets 421 4.7.0 with our name and is closed at
+    once, whatever it sends (never a hang); the connections under the bound go on as if
+    nothing happened."""
+    full = b"421 4.7.0 mx.example.org too many connections, try again later\r\n"
+    with running(data, max_connections=2) as service, client(service) as first, \
+            client(service) as second:               # (each has had its 220: both counted)
+        with pytest.raises(smtplib.SMTPConnectError) as caught:
+            client(service)
+        assert caught.value.smtp_code == 421
+        assert caught.value.smtp_error == full[4:-2]
+        with socket.create_connection(service.smtp, WAIT) as sock:
+            sock.sendall(b"EHLO pipelined.test\r\nMAIL FROM:<x@else.test>\r\n")
+            assert read_to_end(sock) == full
+        for smtp, subject in ((first, b"first"), (second, b"second")):
+            smtp.sendmail("x@else.test", ["alice@example.org"], b"Subject: " + subject +
+                          b"\r\n\r\nunder the bound\r\n")
+        assert sorted(m.subject for m in inbox(service, "alice")) == ["first", "second"]
+
+
+def test_every_way_a_connection_ends_gives_its_place_back(data):
+    """With room for one connection: after QUIT, a client that leaves without it, one that
+    resets the connection, one closed for too many errors and one that leaves while its
+    message is being stored, the next is taken; refused ones are never counted."""
+    with started(data, max_connections=1) as (rt, service):
+        def open_now() -> int:
+            return rt.stats()[RECEIVER]["handler"]["open"]
+
+        def place_given_back() -> None:
+            until(open_now, lambda n: n == 0)
+
+        with client(service) as smtp:                                  # QUIT
+            smtp.sendmail("x@else.test", ["alice@example.org"], b"Subject: one\r\n\r\nx\r\n")
+        place_given_back()
+        smtp = client(service)                                         # gone without QUIT
+        smtp.ehlo()
+        smtp.close()
+        place_given_back()
+        with socket.create_connection(service.smtp, WAIT) as sock:    # a reset
+            assert read_line(sock).startswith(b"220 ")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        place_given_back()
+        with socket.create_connection(service.smtp, WAIT) as sock:    # too many errors
+            sock.sendall(b"BOGUS\r\n" * 20)
+            assert b"\r\n421 4.7.0 too many errors" in read_to_end(sock)
+        place_given_back()
+        with socket.create_connection(service.smtp, WAIT) as sock:    # gone before its 250
+            sock.sendall(b"HELO c\r\nMAIL FROM:<x@else.test>\r\nRCPT TO:<alice@example.org>\r\n"
+                         b"DATA\r\n")
+            while not read_line(sock).startswith(b"354 "):
+                pass
+            sock.sendall(b"Subject: two\r\n\r\nx\r\n.\r\n")
+        place_given_back()
+        with client(service) as smtp:                                  # refused: not counted
+            for _ in range(3):
+                with pytest.raises(smtplib.SMTPConnectError):
+                    client(service)
+            assert open_now() == 1
+            assert smtp.noop()[0] == 250
+        place_given_back()
+        with client(service), pytest.raises(smtplib.SMTPConnectError):
+            client(service)                        # still room for one, and only one
+        stats = rt.stats()[RECEIVER]["handler"]
+        assert stats["refused"] == 4 and stats["accepted"] == 7
+
+
+def test_a_connection_closed_for_its_timeout_gives_its_place_back(data):
+    """(A second connection is tried within the first's second of silence: refused.)"""
+    with started(data, max_connections=1, timeout=1.0, data_timeout=1.0) as (rt, service):
+        with socket.create_connection(service.smtp, WAIT) as sock:
+            assert read_line(sock).startswith(b"220 ")
+            with pytest.raises(smtplib.SMTPConnectError):
+                client(service)
+            assert read_line(sock).startswith(b"421 4.4.2")       # silent: the timeout
+            assert read_to_end(sock) == b""
+        until(lambda: rt.stats()[RECEIVER]["handler"]["open"], lambda n: n == 0)
+        with client(service) as smtp:              # its 220: taken
+            assert smtp.noop()[0] == 250
+
+
+def test_quoted_local_parts_through_smtplib(data):
+    """smtplib sends a quoted local part as written: "john doe" may send, "alice" is alice
+    (RFC 5321 4.1.2: the quotes do not make another mailbox), "no body" is nobody (550)."""
+    with running(data) as service, client(service) as smtp:
+        refused = smtp.sendmail('"john doe"@else.test', ['"alice"@example.org',
+                                                         '"no body"@example.org'],
+                                b"Subject: quoted\r\n\r\nhi\r\n")
+        assert {k: v[0] for k, v in refused.items()} == {'"no body"@example.org': 550}
+        assert [m.subject for m in inbox(service, "alice")] == ["quoted"]

@@ -229,3 +229,50 @@ def test_control_characters_in_a_command_are_500_never_echoed_or_kept():
     assert codes(m.receive(b"MAIL FROM:<a\x00@b.c>\r\n")) == [500]
     assert m.sender is None
     assert codes(m.receive(b"MAIL FROM:<a@b.c>\r\n")) == [250]
+
+
+def test_a_quoted_local_part_is_taken_with_its_quoted_pairs():
+    """RFC 5321 4.1.2's Quoted-string: spaces, brackets and escaped quotes inside; the
+    recipient's local part comes with its quoting undone, so "alice" is alice."""
+    m = ready()
+    assert codes(m.receive(b'MAIL FROM:<"john doe"@else.test> SIZE=100\r\n')) == [250]
+    (ask,) = m.receive(b'RCPT TO:<"alice"@example.org>\r\n')
+    assert type(ask) is Recipient and (ask.local, ask.domain) == ("alice", "example.org")
+    assert ask.address == '"alice"@example.org'
+    assert codes(m.recipient(1)) == [250]
+    (ask,) = m.receive(b'RCPT TO:<"a\\"b <c>\\\\ d"@example.org>\r\n')
+    assert ask.local == 'a"b <c>\\ d'
+    assert codes(m.recipient(None)) == [550]
+    (ask,) = m.receive(b'RCPT TO:<@relay.test:"al\\ice"@example.org>\r\n')  # a quoted-pair: i
+    assert ask.local == "alice"
+    m.recipient(1)
+    m.receive(b"DATA\r\n")
+    (mail,) = m.receive(b"x\r\n.\r\n")
+    assert mail.sender == '"john doe"@else.test'
+
+
+@pytest.mark.parametrize("path", [
+    b'<"john doe@example.org>',            # the quote never ends
+    b'<"john"doe"@example.org>',           # a quote inside, not escaped
+    b'<"john\tdoe"@example.org>',          # a tab is no qtextSMTP
+    b'<john doe@example.org>',             # a space outside quotes
+    b'<john@"example.org">',               # quotes in the domain
+    b'<john@doe@example.org>',             # two mailboxes' worth
+    b'<john@>',                            # no domain after the @
+    b'"john"@example.org',                 # no brackets
+])
+def test_a_path_that_breaks_the_grammar_is_still_501(path):
+    m = ready()
+    assert codes(m.receive(b"MAIL FROM:" + path + b"\r\n")) == [501]
+    assert codes(m.receive(b"MAIL FROM:<a@else.test>\r\n")) == [250]
+    assert codes(m.receive(b"RCPT TO:" + path + b"\r\n")) == [501]
+
+
+@pytest.mark.parametrize("path", [b"<first..last@x.test>", b"<m@[evil.test>", b"<foo>",
+                                  b'<"john".doe@x.test>', b"<u@[IPv6:::1]>", b"<a:b@x.test>"])
+def test_a_sender_taken_before_quoted_strings_still_is(path):
+    """Unquoted paths are read as leniently as before (as Postfix's default): a sender that
+    breaks a dot-string's or a domain's rules is still taken."""
+    m = ready()
+    assert codes(m.receive(b"MAIL FROM:" + path + b"\r\n")) == [250]
+    assert m.sender == path[1:-1].decode()

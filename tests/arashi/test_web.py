@@ -361,6 +361,50 @@ def test_mail_arriving_by_smtp_is_read_on_the_web(site):
     assert '<a href="https://example.org/page" rel="noopener noreferrer nofollow">' in text
 
 
+def test_a_forwarded_message_and_a_bounce_show_their_own_headers_inert(site):
+    """An attached message (message/rfc822) shows its own From, To, Date and Subject, escaped
+    as the rest of the page, and its text; a delivery report shows as its text. Headers and
+    report fields made to break out of the page stay text."""
+    import smtplib
+    server, _, _ = site
+    inner = EmailMessage()
+    inner["From"] = '"</td><script>alert(7)</script>" <m@evil.test>'
+    inner["To"] = "victim@x.test"
+    inner["Date"] = "Tue, 2 Jan 2024 09:00:00 +0000"
+    inner["Subject"] = '</table><img src=x onerror=alert(8)>'
+    inner.set_content("the forwarded words")
+    outer = EmailMessage()
+    outer["From"], outer["To"], outer["Subject"] = "fwd@x.test", "alice@example.org", "fwd nest"
+    outer.set_content("see below")
+    outer.add_attachment(inner)
+    bounce = (b"From: Mail Delivery <mailer-daemon@x.test>\r\nSubject: bounced nest\r\n"
+              b"Content-Type: multipart/report; report-type=delivery-status; boundary=r\r\n"
+              b"\r\n--r\r\nContent-Type: text/plain\r\n\r\nit failed\r\n"
+              b"--r\r\nContent-Type: message/delivery-status\r\n\r\n"
+              b"Reporting-MTA: dns; mx.x.test\r\n\r\nFinal-Recipient: rfc822; <script>@x.test\r\n"
+              b"Action: failed\r\nStatus: 5.1.1\r\n--r--\r\n")
+    with smtplib.SMTP(*server.smtp, timeout=WAIT) as smtp:
+        smtp.send_message(outer, "fwd@x.test", ["alice@example.org"])
+        smtp.sendmail("", ["alice@example.org"], bounce)
+    client = log_in(server, "alice", "alice-pw")
+    page = get(client, f"{server.url}/message/{found(server, client, 'fwd nest', 'fwd nest')}")
+    assert page.status_code == 200
+    text = page.text
+    attached = text[text.index('<section class="attached">'):text.index("</section>")]
+    assert "<script" not in text and "<img" not in text
+    assert ("<tr><th>From</th><td>&#34;&lt;/td&gt;&lt;script&gt;alert(7)&lt;/script&gt;&#34; "
+            "&lt;m@evil.test&gt;</td></tr>") in attached
+    assert "<tr><th>To</th><td>victim@x.test</td></tr>" in attached
+    assert "<tr><th>Date</th><td>Tue, 02 Jan 2024 09:00:00 +0000</td></tr>" in attached
+    assert ("<tr><th>Subject</th><td>&lt;/table&gt;&lt;img src=x onerror=alert(8)&gt;</td>"
+            in attached)
+    assert "the forwarded words" in attached and "see below" not in attached
+    page = get(client, f"{server.url}/message/{found(server, client, 'bounced', 'bounced nest')}")
+    assert page.status_code == 200 and "<script" not in page.text
+    assert ("<pre class=\"text\">Reporting-MTA: dns; mx.x.test\n\nFinal-Recipient: rfc822; "
+            "&lt;script&gt;@x.test\nAction: failed\nStatus: 5.1.1</pre>") in page.text
+
+
 def test_serve_help_names_the_web_options():
     out = arashi("serve", "--help").stdout
     assert "--bind" in out and "--target-p90" in out

@@ -43,9 +43,10 @@ def count(store: MailStore, user: int, folder: int) -> int:
 
 
 @contextmanager
-def running(data: Path, url: str | None = None, **options: object) -> Iterator[Service]:
+def started(data: Path, url: str | None = None,
+            **options: object) -> Iterator[tuple[seda.Runtime, Service]]:
     """The mail-in service on a free loopback port, over ``data`` (or the database at ``url``),
-    stopped afterwards."""
+    and the runtime it runs on (for its ``stats()``), stopped afterwards."""
     opts = Options(data=None if url else data, url=url, smtp_bind=("127.0.0.1", 0),
                    domains=("example.org", "localhost"),
                    hostname="mx.example.org", **options)  # type: ignore[arg-type]
@@ -53,10 +54,17 @@ def running(data: Path, url: str | None = None, **options: object) -> Iterator[S
     service = build(rt, opts)
     rt.start()
     try:
-        yield service
+        yield rt, service
     finally:
         rt.stop(timeout=WAIT)
         service.close()
+
+
+@contextmanager
+def running(data: Path, url: str | None = None, **options: object) -> Iterator[Service]:
+    """``started``, when only the service matters."""
+    with started(data, url, **options) as (_, service):
+        yield service
 
 
 def arashi(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
