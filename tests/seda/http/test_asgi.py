@@ -169,6 +169,56 @@ def test_a_streamed_response_goes_out_piece_by_piece(rt):
     c.close()
 
 
+def test_a_stream_s_head_goes_before_its_first_piece_when_the_app_awaits_it(rt):
+    """An event stream (or a model's tokens) whose first piece is a while coming: the head goes
+    once the application awaits after http.response.start, as uvicorn and hypercorn send it,
+    so that the client sees its answer begin (an EventSource opens) before the first event."""
+    headed = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await asyncio.to_thread(headed.wait, 3 * WAIT)   # no body until the client has the head
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    address = run(rt, app)
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/")
+    try:
+        r = c.getresponse()                    # (timed out here: the head waited for a piece)
+    finally:
+        headed.set()
+    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
+    assert r.read() == b"data: 1\n\n"
+    c.close()
+
+
+def test_a_head_sent_ahead_of_its_body_still_ends_every_kind_of_answer(rt, tmp_path):
+    """Whatever follows a head that went ahead (the application awaited after starting): a
+    whole body, a file named by pathsend, a HEAD's body, nothing at all (cut short)."""
+    block = os.urandom(300_000)
+    file = tmp_path / "body.bin"
+    file.write_bytes(block)
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await asyncio.sleep(0)                 # a real await: the head goes now
+        if scope["path"] == "/file":
+            await send({"type": "http.response.pathsend", "path": str(file)})
+        elif scope["path"] != "/none":
+            await send({"type": "http.response.body", "body": block})
+
+    address = run(rt, app)
+    for path in ("/", "/file"):
+        r, data = get(address, path=path)
+        assert (r.status, data) == (200, block)
+    r, data = get(address, "HEAD", "/")
+    assert (r.status, data) == (200, b"")
+    out = raw(address, b"GET /none HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200") and not out.endswith(b"0\r\n\r\n")
+
+
 def test_a_large_streamed_response_to_a_slow_client_arrives_whole(rt):
     block = os.urandom(65536)
 
