@@ -463,6 +463,9 @@ class _Exchange:
         elif not room:                         # a slow client: wait until the socket drains
             await self._wait_to_send(stream)
             if stream.gone:
+                # (known here first: what the application lets out is its client's leaving,
+                # counted as a disconnect, not an error logged with its traceback)
+                self._went()
                 raise ClientDisconnected("the client has gone")
 
     async def _send_path(self, path: str) -> None:

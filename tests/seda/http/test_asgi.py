@@ -21,7 +21,7 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
-from tests.helpers.net import check_field_rules, check_head_lengths, raw
+from tests.helpers.net import check_field_rules, check_head_lengths, raw, until
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -298,6 +298,34 @@ def test_send_raises_an_oserror_once_a_streaming_client_has_gone(rt):
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         s.recv(65536)
     assert done.wait(WAIT) and len(raised) == 1
+
+
+def test_a_client_leaving_a_slow_download_is_a_disconnect_not_an_error(rt, caplog):
+    """A client that stops reading a large download and goes (a cancelled download, a page
+    left) while send waits for the socket: the application's send raises, and the exception it
+    lets out (Starlette's ClientDisconnect) is counted as a disconnect, not logged as an error
+    with its traceback, as it is not on uvicorn."""
+    left = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        try:
+            for _ in range(1000):              # 1 GB, if nobody stopped it
+                await send({"type": "http.response.body", "body": b"x" * 2**20,
+                            "more_body": True})
+        finally:
+            left.set()
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(65536)                          # the download has begun; send waits for room
+    assert left.wait(WAIT)
+    handler = rt.stage("asgi").handler
+    until(lambda: handler.stats()["disconnects"], lambda n: n == 1)
+    assert handler.stats()["errors"] == 0
+    assert not [r for r in caplog.records if r.name == "seda.asgi"]
 
 
 def test_receive_after_the_response_says_disconnect(rt):
