@@ -539,15 +539,18 @@ class _Exchange:
             self._abort()
             raise
         except Exception:
-            if not self.gone:
-                if self.body_error is None:
-                    handler.counts["errors"] += 1
-                    log.error("asgi: %s %s raised\n%s", req.method, req.target,
-                              traceback.format_exc().rstrip())
+            if not self.gone and self.body_error is None:
+                handler.counts["errors"] += 1
+                log.error("asgi: %s %s raised\n%s", req.method, req.target,
+                          traceback.format_exc().rstrip())
+            if not (self.gone and self.complete):
                 self._fail()
         else:
-            if not self.complete and not self.gone:
-                if self.body_error is None:
+            # An application told that its client went (http.disconnect) may stop there, its
+            # answer unfinished (sse-starlette, Django): that is no error, but the answer must
+            # still end, or a connection whose client only sent its FIN would wait for it.
+            if not self.complete:
+                if not self.gone and self.body_error is None:
                     handler.counts["errors"] += 1
                     log.error("asgi: %s %s: the application returned without %s the response",
                               req.method, req.target,

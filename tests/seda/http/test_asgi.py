@@ -328,6 +328,32 @@ def test_a_client_leaving_a_slow_download_is_a_disconnect_not_an_error(rt, caplo
     assert not [r for r in caplog.records if r.name == "seda.asgi"]
 
 
+@pytest.mark.parametrize("path", ["/streaming", "/waiting"])
+def test_an_application_that_stops_when_told_of_the_disconnect_ends_its_answer(rt, path):
+    """An application told of the disconnect that stops there, its answer unfinished (as
+    sse-starlette and Django's ASGI handler do): the answer ends all the same (a stream cut
+    short, a 500 for one not begun) and the connection closes, not left waiting for it with
+    the client's FIN unanswered (CLOSE-WAIT, its descriptor held for ever)."""
+    async def app(scope, receive, send):
+        if scope["path"] == "/streaming":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        if path == "/streaming":
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+        s.shutdown(socket.SHUT_WR)             # the client goes, as far as the server can see
+        out = b""
+        while piece := s.recv(65536):          # (timed out: the connection waited for ever)
+            out += piece
+    assert not out.endswith(b"0\r\n\r\n")    # never complete-looking
+    assert rt.stats()["asgi"]["handler"]["errors"] == 0
+
+
 def test_receive_after_the_response_says_disconnect(rt):
     async def app(scope, receive, send):
         await read_body(receive)
