@@ -269,7 +269,8 @@ class _Exchange:
     """One request through the application: its receive and send, and what they have said."""
 
     __slots__ = ("answered", "body_error", "body_given", "complete", "counted", "gone", "handler",
-                 "head", "head_only", "loop", "receiving", "req", "status", "stream", "watching")
+                 "head", "head_only", "loop", "naming", "receiving", "req", "status", "stream",
+                 "watching")
 
     def __init__(self, handler: AsgiHandler, req: HttpRequest) -> None:
         self.handler, self.req = handler, req
@@ -281,6 +282,7 @@ class _Exchange:
         self.answered = False                  # a HEAD's head went before its body's end
         self.stream: StreamBody | None = None  # a streamed body, once its head has gone
         self.complete = False                  # the last body message has been sent
+        self.naming = False                    # a pathsend is opening its file
         self.gone = False                      # the client has closed or stopped sending
         self.watching = False                  # the connection tells us if the client goes
         self.body_given = False                # the request body has been given whole
@@ -380,6 +382,8 @@ class _Exchange:
             self._start(message)
         elif kind == pathsend.EXTENSION and self.stream is None and not self.complete:
             await self._send_path(message["path"])
+        elif kind == pathsend.EXTENSION and not self.counted and not self.complete:
+            await self._stream_path(message["path"])   # its head went ahead of it (_head_now)
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"expected ASGI message 'http.response.body', got {kind!r}")
@@ -401,6 +405,26 @@ class _Exchange:
         self.status = status
         if status in _NO_BODY:
             self.head_only = True              # no body goes, whatever the application sends
+        if self.head.length is None:
+            # A body of no declared length is likely a stream (events, a model's tokens): if
+            # the application awaits something before its first body message, the head goes
+            # then, as uvicorn and hypercorn send it at http.response.start, so that the
+            # client sees its answer begin (an EventSource opens) before the first event.
+            # One sent at once (a whole body) is answered as ever: this finds it complete.
+            self.loop.call_soon(self._head_now)
+
+    def _head_now(self) -> None:
+        """The head of a response whose application awaited something after starting it and
+        has sent no body yet (see _start): streamed from here, without a length."""
+        if self.complete or self.gone or self.stream is not None or self.answered or self.naming:
+            return
+        if self.head_only:                     # HEAD, 204, 304: as for a streamed body
+            self.answered = True
+            self._answer_head(None)
+            self._watch()
+        else:
+            self.stream = StreamBody()
+            self.req.respond(Response(self.status, self.stream, self.head.headers()))  # type: ignore[arg-type]  # started
 
     async def _body(self, body: bytes, more: bool) -> None:
         """A body message other than the usual whole body (see send)."""
@@ -439,6 +463,9 @@ class _Exchange:
         elif not room:                         # a slow client: wait until the socket drains
             await self._wait_to_send(stream)
             if stream.gone:
+                # (known here first: what the application lets out is its client's leaving,
+                # counted as a disconnect, not an error logged with its traceback)
+                self._went()
                 raise ClientDisconnected("the client has gone")
 
     async def _send_path(self, path: str) -> None:
@@ -446,16 +473,29 @@ class _Exchange:
         the application to see why (and the client gets a 500, as for any failure)."""
         opened = pathsend.open_cached(path)
         if opened is None:                     # it may wait for the disk: not on this loop
+            self.naming = True                 # (the file is the answer: no head before it)
             opened = await self.loop.run_in_executor(None, pathsend.open_regular, path)
         fd, size = opened
         if self.head_only:                     # HEAD, 204, 304: no body (HEAD: its length)
             os.close(fd)
+            if self.answered:                  # (its head went ahead of it: _head_now)
+                self._completed()
+                return
             self.counted += size
             self._finish(b"")
             return
         self.req.respond(pathsend.file_response(self.status, self.head.headers(),  # type: ignore[arg-type]  # started
                                                 self.head.length, fd, size))
         self._completed()
+
+    async def _stream_path(self, path: str) -> None:
+        """The file at ``path`` as the rest of a streamed body, read in the loop's executor:
+        its head went before it was named (_head_now), so sendfile's whole answer cannot."""
+        fd, _ = await self.loop.run_in_executor(None, pathsend.open_regular, path)
+        with open(fd, "rb") as file:
+            while block := await self.loop.run_in_executor(None, file.read, 256 * 1024):
+                await self._body(block, True)
+        await self._body(b"", False)
 
     def _finish(self, body: bytes) -> None:
         """The whole response, in one piece."""
@@ -499,15 +539,18 @@ class _Exchange:
             self._abort()
             raise
         except Exception:
-            if not self.gone:
-                if self.body_error is None:
-                    handler.counts["errors"] += 1
-                    log.error("asgi: %s %s raised\n%s", req.method, req.target,
-                              traceback.format_exc().rstrip())
+            if not self.gone and self.body_error is None:
+                handler.counts["errors"] += 1
+                log.error("asgi: %s %s raised\n%s", req.method, req.target,
+                          traceback.format_exc().rstrip())
+            if not (self.gone and self.complete):
                 self._fail()
         else:
-            if not self.complete and not self.gone:
-                if self.body_error is None:
+            # An application told that its client went (http.disconnect) may stop there, its
+            # answer unfinished (sse-starlette, Django): that is no error, but the answer must
+            # still end, or a connection whose client only sent its FIN would wait for it.
+            if not self.complete:
+                if not self.gone and self.body_error is None:
                     handler.counts["errors"] += 1
                     log.error("asgi: %s %s: the application returned without %s the response",
                               req.method, req.target,

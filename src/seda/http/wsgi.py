@@ -278,7 +278,19 @@ class _Exchange:
         # waitress copy them; an iterator of fields is taken whole)
         self.head = self.handler.heads.get(tuple(headers))
         self.status = code
-        return self.write
+        return self.written
+
+    def written(self, data: bytes) -> None:
+        """The write() callable: as ``write``, but its first call sends the head even with no
+        bytes, as PEP 3333 has it ("upon the application's first invocation of the write()
+        callable"), so that an application can flush its head before a long wait."""
+        if not data and self.stream is None and not self.head_only and not self.pieces \
+                and self.status is not None:
+            self.stream = StreamBody()
+            self.req.respond(Response(self.status, self.stream, self.head.headers(),
+                                      reason=self.reason))
+            return
+        self.write(data)
 
     def write(self, data: bytes) -> None:
         """Body bytes from the application (the iterable's pieces come here too)."""

@@ -21,7 +21,7 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
-from tests.helpers.net import check_field_rules, check_head_lengths, raw
+from tests.helpers.net import check_field_rules, check_head_lengths, raw, until
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -169,6 +169,56 @@ def test_a_streamed_response_goes_out_piece_by_piece(rt):
     c.close()
 
 
+def test_a_stream_s_head_goes_before_its_first_piece_when_the_app_awaits_it(rt):
+    """An event stream (or a model's tokens) whose first piece is a while coming: the head goes
+    once the application awaits after http.response.start, as uvicorn and hypercorn send it,
+    so that the client sees its answer begin (an EventSource opens) before the first event."""
+    headed = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await asyncio.to_thread(headed.wait, 3 * WAIT)   # no body until the client has the head
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    address = run(rt, app)
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/")
+    try:
+        r = c.getresponse()                    # (timed out here: the head waited for a piece)
+    finally:
+        headed.set()
+    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
+    assert r.read() == b"data: 1\n\n"
+    c.close()
+
+
+def test_a_head_sent_ahead_of_its_body_still_ends_every_kind_of_answer(rt, tmp_path):
+    """Whatever follows a head that went ahead (the application awaited after starting): a
+    whole body, a file named by pathsend, a HEAD's body, nothing at all (cut short)."""
+    block = os.urandom(300_000)
+    file = tmp_path / "body.bin"
+    file.write_bytes(block)
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await asyncio.sleep(0)                 # a real await: the head goes now
+        if scope["path"] == "/file":
+            await send({"type": "http.response.pathsend", "path": str(file)})
+        elif scope["path"] != "/none":
+            await send({"type": "http.response.body", "body": block})
+
+    address = run(rt, app)
+    for path in ("/", "/file"):
+        r, data = get(address, path=path)
+        assert (r.status, data) == (200, block)
+    r, data = get(address, "HEAD", "/")
+    assert (r.status, data) == (200, b"")
+    out = raw(address, b"GET /none HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200") and not out.endswith(b"0\r\n\r\n")
+
+
 def test_a_large_streamed_response_to_a_slow_client_arrives_whole(rt):
     block = os.urandom(65536)
 
@@ -248,6 +298,60 @@ def test_send_raises_an_oserror_once_a_streaming_client_has_gone(rt):
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         s.recv(65536)
     assert done.wait(WAIT) and len(raised) == 1
+
+
+def test_a_client_leaving_a_slow_download_is_a_disconnect_not_an_error(rt, caplog):
+    """A client that stops reading a large download and goes (a cancelled download, a page
+    left) while send waits for the socket: the application's send raises, and the exception it
+    lets out (Starlette's ClientDisconnect) is counted as a disconnect, not logged as an error
+    with its traceback, as it is not on uvicorn."""
+    left = threading.Event()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        try:
+            for _ in range(1000):              # 1 GB, if nobody stopped it
+                await send({"type": "http.response.body", "body": b"x" * 2**20,
+                            "more_body": True})
+        finally:
+            left.set()
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(65536)                          # the download has begun; send waits for room
+    assert left.wait(WAIT)
+    handler = rt.stage("asgi").handler
+    until(lambda: handler.stats()["disconnects"], lambda n: n == 1)
+    assert handler.stats()["errors"] == 0
+    assert not [r for r in caplog.records if r.name == "seda.asgi"]
+
+
+@pytest.mark.parametrize("path", ["/streaming", "/waiting"])
+def test_an_application_that_stops_when_told_of_the_disconnect_ends_its_answer(rt, path):
+    """An application told of the disconnect that stops there, its answer unfinished (as
+    sse-starlette and Django's ASGI handler do): the answer ends all the same (a stream cut
+    short, a 500 for one not begun) and the connection closes, not left waiting for it with
+    the client's FIN unanswered (CLOSE-WAIT, its descriptor held for ever)."""
+    async def app(scope, receive, send):
+        if scope["path"] == "/streaming":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    address = run(rt, app)
+    with socket.create_connection(address, timeout=WAIT) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        if path == "/streaming":
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+        s.shutdown(socket.SHUT_WR)             # the client goes, as far as the server can see
+        out = b""
+        while piece := s.recv(65536):          # (timed out: the connection waited for ever)
+            out += piece
+    assert not out.endswith(b"0\r\n\r\n")    # never complete-looking
+    assert rt.stats()["asgi"]["handler"]["errors"] == 0
 
 
 def test_receive_after_the_response_says_disconnect(rt):

@@ -82,6 +82,29 @@ def test_write_callable_and_iterable_close(rt):
     assert closed.wait(WAIT)
 
 
+def test_an_empty_write_sends_the_head_at_once(rt):
+    """PEP 3333: the head goes upon the application's first call of write(), bytes or none,
+    as gunicorn and waitress send it: an application flushes it before a long wait (a long
+    poll, the first event of a stream). An empty piece of the iterable sends nothing."""
+    headed = threading.Event()
+
+    def app(environ, start_response):
+        write = start_response("200 OK", [("Content-Type", "text/event-stream")])
+        write(b"")
+        headed.wait(3 * WAIT)                  # no body until the client has the head
+        return [b"data: 1\n\n"]
+
+    c = http.client.HTTPConnection(*run(rt, app), timeout=WAIT)
+    c.request("GET", "/")
+    try:
+        r = c.getresponse()                    # (timed out here: the head waited for a piece)
+    finally:
+        headed.set()
+    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
+    assert r.read() == b"data: 1\n\n"
+    c.close()
+
+
 def test_a_large_response_streams_without_being_held_whole(rt):
     piece = b"z" * 65536
     sent = []
