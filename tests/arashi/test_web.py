@@ -197,7 +197,7 @@ def test_message_list_pages_and_sorts(site):
     senders = re.findall(r"<td>(s\d\d@x\.test)</td>", by_sender.text)
     assert len(senders) == 10 and senders == sorted(senders, reverse=True)
     by_date = inbox_page(server, client, ids, "?sort=date&order=asc")
-    dates = re.findall(r"<td>(2024-\d\d-\d\d \d\d:\d\d)</td>", by_date.text)
+    dates = re.findall(r'<td class="date">(2024-\d\d-\d\d \d\d:\d\d)</td>', by_date.text)
     assert len(dates) == 8 and dates == sorted(dates)          # after the two without a Date
     assert inbox_page(server, client, ids, "?page=x").status_code == 404
 
