@@ -37,6 +37,10 @@ _BUSY = (b"<!doctype html><html><head><meta charset=utf-8><title>Busy</title></h
 _MISSING = (b"<!doctype html><html><head><meta charset=utf-8><title>Not found</title></head>"
             b"<body><h1>Not found</h1><p><a href=\"/folders\">Your folders</a></p></body></html>")
 _HTML = "text/html; charset=utf-8"
+# the icon every browser asks for at /favicon.ico (else a 404 in each new visitor's console)
+_ICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+         b'<rect width="16" height="16" rx="3" fill="#234"/><path d="M4 13 8 3l4 10M5.6 9h4.8" '
+         b'stroke="#fff" stroke-width="1.6" fill="none"/></svg>')
 
 
 def stage_name(kind: str) -> str:
@@ -74,6 +78,11 @@ class Router(seda.EventHandler):
             req.respond(Response(200, STYLE, [("Content-Security-Policy", CSP),
                                               ("Cache-Control", "max-age=3600")],
                                  "text/css; charset=utf-8"))
+            return
+        if path == "/favicon.ico":
+            req.respond(Response(200, _ICON, [("Content-Security-Policy", CSP),
+                                              ("Cache-Control", "max-age=86400")],
+                                 "image/svg+xml"))
             return
         kind = kind_of(path)
         if kind is None:
