@@ -206,9 +206,18 @@ WEB_TYPES = {
 }
 
 
+# a compressed file (data.json.gz) is sent as it is, without a Content-Encoding, so its type
+# is the compression's: as application/json, a browser showed the gzip bytes as text
+COMPRESSED_TYPES = {"gzip": "application/gzip", "bzip2": "application/x-bzip2",
+                    "xz": "application/x-xz", "compress": "application/x-compress"}
+
+
 def content_type(path: str) -> str:
-    kind = (WEB_TYPES.get(os.path.splitext(path)[1].lower())
-            or mimetypes.guess_type(path)[0] or "application/octet-stream")
+    guessed, encoding = mimetypes.guess_type(path)
+    if encoding is not None:
+        return COMPRESSED_TYPES.get(encoding, "application/octet-stream")
+    kind = (WEB_TYPES.get(os.path.splitext(path)[1].lower()) or guessed
+            or "application/octet-stream")
     if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
         kind += "; charset=utf-8"
     return kind

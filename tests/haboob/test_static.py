@@ -174,6 +174,18 @@ def test_the_types_browsers_need_do_not_depend_on_the_machine():
     assert json.loads(out) == WEB_TYPES
 
 
+def test_a_compressed_file_is_of_its_compression_type():
+    """data.json.gz was application/json (and page.html.gz text/html) with no Content-Encoding:
+    a browser showed the gzip bytes as text, where nginx's octet-stream has them downloaded."""
+    assert content_type("data.json.gz") == "application/gzip"
+    assert content_type("page.html.gz") == "application/gzip"
+    assert content_type("a.tar.gz") == content_type("a.tgz") == "application/gzip"
+    assert content_type("logo.svgz") == "application/gzip"
+    assert content_type("a.txt.bz2") == "application/x-bzip2"
+    assert content_type("a.tar.xz") == "application/x-xz"
+    assert content_type("a.gz") == "application/gzip"
+
+
 def test_conditionals(tmp_path):
     f = tmp_path / "f"
     f.write_text("x")
