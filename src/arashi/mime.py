@@ -91,12 +91,19 @@ def safe_type(part: email.message.Message) -> str:
     return ctype if _CONTENT_TYPE.fullmatch(ctype) else "application/octet-stream"
 
 
+# bidi embeddings, overrides and isolates (not the marks LRM, RLM, ALM): in a file name they
+# only serve to show "invoice<RLO>fdp.exe" as "invoiceexe.pdf"
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def _filename(part: email.message.Message) -> str | None:
     try:
         name = part.get_filename()
     except Exception:
         return "attachment"
-    return None if name is None else clean(str(name)).replace("\n", " ")[:200] or "attachment"
+    if name is None:
+        return None
+    return _BIDI.sub("\ufffd", clean(str(name)).replace("\n", " "))[:200] or "attachment"
 
 
 def _payload(part: email.message.Message) -> bytes:

@@ -23,7 +23,7 @@ from seda.status import PREFIX, add_status
 
 from .degrade import degrade as degrade_pages
 from .overload import admission, front_door
-from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, Web
+from .web import CSP, REQUEST_TYPES, SECURITY_HEADERS, STYLE, STYLE_URL, Web
 
 ROUTER = "arashi.http"
 SERVICE = "arashi"      # names the status page and prefixes its metrics (arashi_http_...)
@@ -37,6 +37,13 @@ _BUSY = (b"<!doctype html><html><head><meta charset=utf-8><title>Busy</title></h
 _MISSING = (b"<!doctype html><html><head><meta charset=utf-8><title>Not found</title></head>"
             b"<body><h1>Not found</h1><p><a href=\"/folders\">Your folders</a></p></body></html>")
 _HTML = "text/html; charset=utf-8"
+# pages name the stylesheet by its digest (web.STYLE_URL): under that address it never changes
+STYLE_CACHE = "max-age=31536000, immutable"
+STYLE_QUERY = STYLE_URL.partition("?")[2]
+# the icon every browser asks for at /favicon.ico (else a 404 in each new visitor's console)
+_ICON = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+         b'<rect width="16" height="16" rx="3" fill="#234"/><path d="M4 13 8 3l4 10M5.6 9h4.8" '
+         b'stroke="#fff" stroke-width="1.6" fill="none"/></svg>')
 
 
 def stage_name(kind: str) -> str:
@@ -71,9 +78,17 @@ class Router(seda.EventHandler):
                 req.respond(Response(503, _BUSY, [*self.headers, ("Retry-After", "1")], _HTML))
             return
         if path == "/style.css":
+            # kept for ever only under this version's address: a page of another version (a
+            # node not yet upgraded) must not have it keep this one under its address
+            cache = STYLE_CACHE if req.query == STYLE_QUERY else "no-cache"
             req.respond(Response(200, STYLE, [("Content-Security-Policy", CSP),
-                                              ("Cache-Control", "max-age=3600")],
+                                              ("Cache-Control", cache)],
                                  "text/css; charset=utf-8"))
+            return
+        if path == "/favicon.ico":
+            req.respond(Response(200, _ICON, [("Content-Security-Policy", CSP),
+                                              ("Cache-Control", "max-age=86400")],
+                                 "image/svg+xml"))
             return
         kind = kind_of(path)
         if kind is None:

@@ -7,6 +7,7 @@ user's (the store answers NotFound alike for another user's ids and for missing 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import re
@@ -43,6 +44,9 @@ SECURITY_HEADERS = [
 ]
 HTML = "text/html; charset=utf-8"
 STYLE = (Path(__file__).parent / "templates" / "style.css").read_bytes()
+# the address pages name the stylesheet by: a digest of it, so that a browser that keeps it
+# (for a year: it is immutable under that address) gets the new one after an upgrade
+STYLE_URL = "/style.css?v=" + hashlib.sha256(STYLE).hexdigest()[:16]
 
 _STATUS = {200: "200 OK", 303: "303 See Other", 400: "400 Bad Request", 403: "403 Forbidden",
            404: "404 Not Found", 405: "405 Method Not Allowed", 429: "429 Too Many Requests",
@@ -74,6 +78,7 @@ def templates() -> jinja2.Environment:
         autoescape=True, undefined=jinja2.StrictUndefined,
         finalize=_clean)
     env.filters["date"], env.filters["size"] = _date, _size
+    env.globals["style_url"] = STYLE_URL
     return env
 
 

@@ -185,8 +185,39 @@ def _inside(real: str, base: str, allow_outside: bool) -> None:
         raise Refused(403, "the path leads outside the root")
 
 
+# The types browsers need, as nginx's own mime.types has them (and what came since): taken
+# before Python's mimetypes, whose answer depends on the machine's /etc/mime.types (a slim
+# container has none: fonts, WebP and Ogg were application/octet-stream; Debian's calls an
+# HLS segment, .ts, a Qt translation file)
+WEB_TYPES = {
+    ".html": "text/html", ".htm": "text/html", ".css": "text/css", ".txt": "text/plain",
+    ".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json",
+    ".map": "application/json", ".webmanifest": "application/manifest+json",
+    ".wasm": "application/wasm", ".xml": "application/xml", ".pdf": "application/pdf",
+    ".md": "text/markdown", ".csv": "text/csv", ".vtt": "text/vtt",
+    ".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+    ".gif": "image/gif", ".webp": "image/webp", ".avif": "image/avif", ".apng": "image/apng",
+    ".jxl": "image/jxl", ".ico": "image/vnd.microsoft.icon", ".bmp": "image/bmp",
+    ".woff": "font/woff", ".woff2": "font/woff2", ".ttf": "font/ttf", ".otf": "font/otf",
+    ".mp4": "video/mp4", ".m4v": "video/mp4", ".webm": "video/webm", ".ogv": "video/ogg",
+    ".mov": "video/quicktime", ".ts": "video/mp2t", ".m3u8": "application/vnd.apple.mpegurl",
+    ".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".ogg": "audio/ogg", ".oga": "audio/ogg",
+    ".opus": "audio/ogg", ".flac": "audio/flac", ".wav": "audio/wav", ".zip": "application/zip",
+}
+
+
+# a compressed file (data.json.gz) is sent as it is, without a Content-Encoding, so its type
+# is the compression's: as application/json, a browser showed the gzip bytes as text
+COMPRESSED_TYPES = {"gzip": "application/gzip", "bzip2": "application/x-bzip2",
+                    "xz": "application/x-xz", "compress": "application/x-compress"}
+
+
 def content_type(path: str) -> str:
-    kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    guessed, encoding = mimetypes.guess_type(path)
+    if encoding is not None:
+        return COMPRESSED_TYPES.get(encoding, "application/octet-stream")
+    kind = (WEB_TYPES.get(os.path.splitext(path)[1].lower()) or guessed
+            or "application/octet-stream")
     if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
         kind += "; charset=utf-8"
     return kind

@@ -44,6 +44,31 @@ def test_a_large_attachment_is_listed_and_returned_whole():
     assert mime.attachment(raw, 99) is None
 
 
+@pytest.mark.parametrize("control", ["\u202e", "\u202d", "\u202a", "\u202b", "\u202c",
+                                     "\u2066", "\u2067", "\u2068", "\u2069"])
+def test_an_attachment_name_cannot_turn_its_text_around(control):
+    """A right-to-left override in a file name showed "invoice\u202efdp.exe" as
+    "invoiceexe.pdf" and turned round the type and size after it: bidi controls are replaced,
+    in the list and in the name the download is offered under."""
+    msg = EmailMessage()
+    msg.set_content("see attached")
+    msg.add_attachment(b"MZ", maintype="application", subtype="octet-stream",
+                       filename=f"invoice{control}fdp.exe")
+    raw = msg.as_bytes()
+    (a,) = mime.show(raw).attachments
+    assert a.filename == "invoice\ufffdfdp.exe"
+    assert mime.attachment(raw, a.index)[0] == "invoice\ufffdfdp.exe"
+
+
+def test_right_to_left_names_are_kept():
+    msg = EmailMessage()
+    msg.set_content("x")
+    name = "\u05e7\u05d5\u05d1\u05e5.txt\u200f"        # Hebrew letters and a RLM mark
+    msg.add_attachment(b"x", maintype="text", subtype="plain", filename=name)
+    (a,) = mime.show(msg.as_bytes()).attachments
+    assert a.filename == name
+
+
 def test_headers_and_charsets_the_parser_trips_over_still_show():
     shown = mime.show(b'From: Mallory <m@[evil.test>\r\nTo: a@b, :"x" <c@d>\r\n'
                       b"Content-Type: text/plain; charset=ut\x00f8\r\n\r\nbody\r\n")

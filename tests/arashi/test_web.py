@@ -5,6 +5,7 @@ rendered inert, pagination and sorting, refile and delete of several, attachment
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import time
 from email.message import EmailMessage
@@ -197,7 +198,7 @@ def test_message_list_pages_and_sorts(site):
     senders = re.findall(r"<td>(s\d\d@x\.test)</td>", by_sender.text)
     assert len(senders) == 10 and senders == sorted(senders, reverse=True)
     by_date = inbox_page(server, client, ids, "?sort=date&order=asc")
-    dates = re.findall(r"<td>(2024-\d\d-\d\d \d\d:\d\d)</td>", by_date.text)
+    dates = re.findall(r'<td class="date">(2024-\d\d-\d\d \d\d:\d\d)</td>', by_date.text)
     assert len(dates) == 8 and dates == sorted(dates)          # after the two without a Date
     assert inbox_page(server, client, ids, "?page=x").status_code == 404
 
@@ -334,6 +335,28 @@ def test_unknown_paths_and_the_root(site):
     assert get(client, server.url + "/").headers["location"] == "/folders"
     assert get(client, server.url + "/nothing/here").status_code == 404
     assert get(client, server.url + "/style.css").headers["content-type"].startswith("text/css")
+
+
+def test_the_stylesheets_address_changes_with_it(site):
+    """Browsers keep the stylesheet (it is cached for long): a page names it by an address
+    that holds a digest of its content, so one upgraded never shows with the old one."""
+    server, _, _ = site
+    for client, path in ((requests.Session(), "/login"),
+                         (log_in(server, "alice", "alice-pw"), "/folders")):
+        page = get(client, server.url + path).text
+        m = re.search(r'<link rel="stylesheet" href="(/style\.css\?v=([0-9a-f]+))">', page)
+        assert m, page[:400]
+        r = get(client, server.url + m.group(1))
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/css")
+        assert hashlib.sha256(r.content).hexdigest().startswith(m.group(2))
+        assert len(m.group(2)) >= 12
+        assert "immutable" in r.headers["cache-control"]
+    # another version's address (a page from a node not yet upgraded, or one upgraded since)
+    # gets this version, but not to be kept for ever under that address
+    for other in ("/style.css?v=0123456789abcdef", "/style.css"):
+        r = get(requests.Session(), server.url + other)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/css")
+        assert r.headers["cache-control"] == "no-cache"
 
 
 def test_too_many_fields_are_a_bad_request_not_a_server_error(site):

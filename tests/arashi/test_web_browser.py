@@ -4,6 +4,8 @@ delete one, log out."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from arashi.store import INBOX
@@ -61,3 +63,42 @@ def test_a_session_through_the_pages(tmp_path):
         assert count(store, alice, inbox) == 1 and count(store, alice, archive) == 1
     finally:
         store.pool.close()
+
+
+def favicon_answered(browser: Browser) -> bool:
+    return any(e.get("method") == "Network.responseReceived"
+               and e["params"]["response"]["url"].endswith("/favicon.ico")
+               for e in browser.events)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
+def test_the_pages_show_no_console_errors(tmp_path):
+    """Not even the 404 of the icon every browser asks for: Arashi answers /favicon.ico."""
+    data = tmp_path / "data"
+    store = new_store(data)
+    try:
+        alice = store.add_user("alice", "alice-pw")
+        inbox = store.folder(alice, INBOX)
+        store.add_messages(alice, inbox, [(mail(1), "")])
+    finally:
+        store.pool.close()
+    with serving(data) as server:
+        browser = Browser(tmp_path / "profile")
+        try:
+            for domain in ("Log.enable", "Network.enable"):
+                browser.call(domain, browser.session)
+            browser.go(server.url + "/login")
+            browser.run("document.querySelector('input[name=name]').value = 'alice';"
+                        "document.querySelector('input[name=password]').value = 'alice-pw'")
+            browser.click("form button", then="/folders")
+            browser.click(f'a[href="/folder/{inbox}"]', then=f"/folder/{inbox}")
+            browser.click('a[href^="/message/"]', then="/message/")
+            browser.go(server.url + "/search?q=note")
+            deadline = time.monotonic() + 10
+            while not favicon_answered(browser):        # the browser asks for it after a load
+                assert time.monotonic() < deadline, "the browser never asked for the icon"
+                browser.run("1")
+                time.sleep(0.05)
+            assert browser.console_errors() == []
+        finally:
+            browser.close()

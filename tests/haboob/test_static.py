@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -141,6 +144,46 @@ def test_content_types():
     assert content_type("a.html") == "text/html; charset=utf-8"
     assert content_type("a.png") == "image/png"
     assert content_type("a.unknownext") == "application/octet-stream"
+
+
+# what browsers need, whatever the machine's /etc/mime.types says or lacks
+WEB_TYPES = {"a.mjs": "text/javascript; charset=utf-8", "a.js": "text/javascript; charset=utf-8",
+             "a.wasm": "application/wasm", "a.woff2": "font/woff2", "a.woff": "font/woff",
+             "a.ttf": "font/ttf", "a.otf": "font/otf", "a.webp": "image/webp",
+             "a.svg": "image/svg+xml", "a.webm": "video/webm", "a.ogv": "video/ogg",
+             "a.ogg": "audio/ogg", "a.m4a": "audio/mp4", "a.flac": "audio/flac",
+             "a.ts": "video/mp2t", "a.m3u8": "application/vnd.apple.mpegurl",
+             "a.webmanifest": "application/manifest+json",
+             "a.json": "application/json; charset=utf-8",
+             "A.WOFF2": "font/woff2", "a.md": "text/markdown; charset=utf-8"}
+
+
+def test_the_types_browsers_need():
+    """An HLS segment (.ts) is video, not the Qt translation file Debian's table calls it."""
+    assert {name: content_type(name) for name in WEB_TYPES} == WEB_TYPES
+
+
+def test_the_types_browsers_need_do_not_depend_on_the_machine():
+    """A slim container has no /etc/mime.types: Python's own table alone had fonts, WebP and
+    Ogg as application/octet-stream."""
+    code = ("import json, mimetypes, sys; mimetypes.knownfiles[:] = []; "
+            "from haboob.static import content_type; "
+            "print(json.dumps({n: content_type(n) for n in json.loads(sys.argv[1])}))")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(list(WEB_TYPES))],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == WEB_TYPES
+
+
+def test_a_compressed_file_is_of_its_compression_type():
+    """data.json.gz was application/json (and page.html.gz text/html) with no Content-Encoding:
+    a browser showed the gzip bytes as text, where nginx's octet-stream has them downloaded."""
+    assert content_type("data.json.gz") == "application/gzip"
+    assert content_type("page.html.gz") == "application/gzip"
+    assert content_type("a.tar.gz") == content_type("a.tgz") == "application/gzip"
+    assert content_type("logo.svgz") == "application/gzip"
+    assert content_type("a.txt.bz2") == "application/x-bzip2"
+    assert content_type("a.tar.xz") == "application/x-xz"
+    assert content_type("a.gz") == "application/gzip"
 
 
 def test_conditionals(tmp_path):

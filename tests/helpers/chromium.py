@@ -44,6 +44,7 @@ class Browser:
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._next, self._buffer = 0, b""
+        self.events: list[dict[str, Any]] = []   # what the browser told unasked (Log.enable ...)
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target,
                                  flatten=True)["sessionId"]
@@ -59,7 +60,9 @@ class Browser:
             while b"\0" in self._buffer:
                 raw, _, self._buffer = self._buffer.partition(b"\0")
                 reply = json.loads(raw)
-                if reply.get("id") == self._next:
+                if "id" not in reply:
+                    self.events.append(reply)
+                elif reply["id"] == self._next:
                     if "error" in reply:
                         raise RuntimeError(f"{method}: {reply['error']}")
                     return reply["result"]
@@ -102,6 +105,13 @@ class Browser:
             assert time.monotonic() < deadline, f"{selector}: no new page"
             time.sleep(0.05)
         return self.wait_for(then)
+
+    def console_errors(self) -> list[str]:
+        """The errors the page's console has shown since ``call("Log.enable", session)``
+        (a resource that failed to load, a Content-Security-Policy violation ...)."""
+        return [f"{e['params']['entry']['text']} {e['params']['entry'].get('url', '')}"
+                for e in self.events
+                if e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"]
 
     def text(self) -> str:
         return str(self.run("document.body.innerText"))
