@@ -558,7 +558,7 @@ def add_app(rt: seda.Runtime, i: int, prefix: str, app: Any, options: Options) -
                  threads=ThreadPoolController(max=options.threads, queue_threshold=4),
                  predicate=admission(options), server_name=options.host,
                  server_port=options.port, underscore_headers=options.underscore_headers,
-                 proxies=options.proxies())
+                 proxies=options.proxies(), multiprocess=options.workers > 1)
 
 
 def build(rt: seda.Runtime, options: Options) -> Any:

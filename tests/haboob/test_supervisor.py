@@ -27,6 +27,12 @@ def app(environ, start_response):
     return [b"finished"]
 '''
 
+FLAGS_APP = '''
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"multiprocess=%r" % environ["wsgi.multiprocess"]]
+'''
+
 
 class Haboob:
     """A haboob process whose standard error is read line by line as it comes."""
@@ -80,6 +86,7 @@ def run(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "index.html").write_bytes(b"home")
     (tmp_path / "slow_app.py").write_text(SLOW_APP)
+    (tmp_path / "flags_app.py").write_text(FLAGS_APP)
     started = []
 
     def start(*args):
@@ -108,6 +115,15 @@ def test_workers_share_the_port_and_a_dead_one_is_replaced(run):
     replacement = pid_of(h.expect("listening"))
     assert replacement not in (victim, *pids)
     assert all(h.get("/") == (200, b"home") for _ in range(20))
+    assert h.stop() == 0
+
+
+@pytest.mark.parametrize(("workers", "flag"), [("1", b"False"), ("2", b"True")])
+def test_wsgi_multiprocess_says_whether_other_workers_run_the_application(run, workers, flag):
+    """PEP 3333: true when another process may run the same application at once (gunicorn
+    says so with more than one worker), so that it knows a process-local cache is not shared."""
+    h = run("--workers", workers, "--mount", "/app=flags_app:app")
+    assert h.get("/app/") == (200, b"multiprocess=" + flag)
     assert h.stop() == 0
 
 

@@ -154,7 +154,8 @@ class WsgiHandler(EventHandler):
     def __init__(self, app: WSGIApplication, *, script_name: str = "",
                  url_scheme: str | None = None,
                  server_name: str = "localhost", server_port: int = 80,
-                 underscore_headers: bool = False, proxies: Proxies | None = None) -> None:
+                 underscore_headers: bool = False, proxies: Proxies | None = None,
+                 multiprocess: bool = False) -> None:
         self.app, self.script_name, self.url_scheme = app, script_name.rstrip("/"), url_scheme
         self.proxies = proxies
         self.server_name, self.server_port = server_name, str(server_port)
@@ -177,7 +178,8 @@ class WsgiHandler(EventHandler):
             "wsgi.version": (1, 0), "wsgi.url_scheme": "", "wsgi.input": None,
             "wsgi.input_terminated": True, "wsgi.errors": self._errors,
             "wsgi.file_wrapper": FileWrapper, "wsgi.multithread": True,
-            "wsgi.multiprocess": False, "wsgi.run_once": False,
+            # (True when other processes run the same application: a server's workers)
+            "wsgi.multiprocess": multiprocess, "wsgi.run_once": False,
         }
 
     def environ(self, req: HttpRequest) -> WSGIEnvironment:
