@@ -54,13 +54,46 @@ def _date(message: Message) -> float | None:
         return None
 
 
+_CHARSET = re.compile(rb'^content-type:[^\r\n]*(?:\r?\n[ \t][^\r\n]*)*?charset\s*=\s*"?([-\w.:]+)',
+                      re.I | re.M)
+
+
+def readable(raw: bytes) -> bytes:
+    """``raw`` with its header block in UTF-8, for reading only (what is stored is untouched).
+    Header fields are ASCII or UTF-8 (RFC 6532), but much mail has raw 8-bit ones in the
+    sender's charset (a Latin-1 Subject): the ``email`` package would show each such byte as
+    U+FFFD. A block that is not UTF-8 is read in the charset its Content-Type names, else in
+    windows-1252 (Latin-1's superset), as mail readers do."""
+    end = _END_OF_HEADERS.search(raw)
+    block = raw if end is None else raw[:end.end()]
+    if block.isascii():
+        return raw
+    try:
+        block.decode("utf-8")
+        return raw
+    except UnicodeDecodeError:
+        pass
+    m = _CHARSET.search(block)
+    charset = m.group(1).decode("ascii").lower() if m else "windows-1252"
+    try:
+        text = block.decode(charset, "replace")
+    except LookupError:
+        text = block.decode("windows-1252", "replace")
+    # a charset the block cannot be in (ASCII, UTF-8: it is not; UTF-16: the field names
+    # are ASCII), named wrongly: windows-1252 again
+    if charset in ("us-ascii", "ascii", "utf-8", "utf8") or \
+            text[:1] != block[:1].decode("latin-1"):
+        text = block.decode("windows-1252", "replace")
+    return text.encode("utf-8") + raw[len(block):]
+
+
 def summarize(raw: bytes) -> Summary:
     """Date, From and Subject of ``raw`` (the RFC 5322 bytes), best effort. Only the header
     block is parsed: given the whole message, the header parser still reads the body to its
     end (0.6 s of the GIL for a 20 MB attachment)."""
     end = _END_OF_HEADERS.search(raw)
     try:
-        message = _PARSER.parsebytes(raw if end is None else raw[:end.end()])
+        message = _PARSER.parsebytes(readable(raw if end is None else raw[:end.end()]))
     except Exception:
         return Summary(None, "", "")
     return Summary(_date(message), _field(message, "from"), _field(message, "subject"))

@@ -15,7 +15,7 @@ from email.policy import default
 
 from markupsafe import Markup, escape
 
-from .headers import read_field
+from .headers import read_field, readable
 
 SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
 MAX_TEXT = 1_000_000           # characters of a text part shown; the rest is cut, with a notice
@@ -78,7 +78,8 @@ class Shown:
 
 
 def parse(raw: bytes) -> email.message.EmailMessage:
-    return email.message_from_bytes(raw, policy=default)  # type: ignore[return-value]
+    # (the top header block in UTF-8 if it was in another charset: ``headers.readable``)
+    return email.message_from_bytes(readable(raw), policy=default)  # type: ignore[return-value]
 
 
 def _parts(msg: email.message.Message) -> list[email.message.Message]:

@@ -8,7 +8,8 @@ commands are taken strictly in order): ``Recipient`` (is this a user? answer ``r
 and ``Mail`` (a whole message: answer ``stored()`` once it is committed, or ``refuse()``).
 ``250`` for DATA is said by ``stored()`` only: the caller calls it after the commit.
 
-Extensions: SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES. Limits (``Limits``): a command
+Extensions: SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES, SMTPUTF8 (RFC 6531: UTF-8 in the
+paths of a transaction that declares it). Limits (``Limits``): a command
 line is at most 1000 bytes with its CRLF (500), a message at most ``max_size`` (552), a
 transaction at most ``max_recipients`` (452); a message's lines are not limited, only its
 size (RFC 5321 4.5.3.1 asks for no limits where there can be none: HTML mail often has longer
@@ -24,7 +25,7 @@ from typing import Any
 MAX_LINE = 1000              # bytes in a command line, CRLF included (RFC 5321 4.5.3.1.4)
 # what no command may hold (RFC 5321 4.1.2's syntax has none of them; a tab separates nothing
 # but is taken, as space-like)
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ GREETING, READY, MAIL, DATA, CLOSED = "greeting", "ready", "mail", "data", "clos
 # domain's rules unchecked, an RFC 5322 obs-local-part such as "john".doe taken), but a path
 # is one mailbox: one '@' outside quotes, something after it, no quote or space outside a
 # Quoted-string. The source route, obsolete, is dropped (RFC 5321 C).
-_QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
+_QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e\x80-\U0010ffff]|\\[\x20-\x7e])*"'   # (UTF-8: RFC 6531)
 _LOCAL = rf'(?:{_QUOTED}|[^\s<>"@])+'     # one character a turn: no nested repeats to backtrack
 _DOMAIN = r'[^\s<>"@]+'                 # a name or an address literal ([IPv6:::1]), unchecked
 _ROUTE_DOMAIN = r'[^\s<>"@,:]+'
@@ -258,13 +259,21 @@ class SMTPServer:
 
     def _command(self, line: bytes) -> list[Any]:
         try:
-            text = line.decode("ascii")
+            text = line.decode("utf-8")
         except UnicodeDecodeError:
             return self._error(500, "5.5.2 syntax error: 8-bit characters in a command")
         if _CONTROL.search(text) is not None:  # (a NUL in an address, a CR echoed in a reply)
             return self._error(500, "5.5.2 syntax error: control characters in a command")
         verb, _, arg = text.strip().partition(" ")
         verb = verb.upper()
+        if not text.isascii():
+            # UTF-8 only in the paths of a transaction that says SMTPUTF8 (RFC 6531 3.4)
+            if verb not in ("MAIL", "RCPT"):
+                return self._error(500, "5.5.2 syntax error: 8-bit characters in a command")
+            if verb == "MAIL" and "SMTPUTF8" not in arg.upper().split():
+                return self._error(553, "5.6.7 an address in UTF-8 needs MAIL FROM's SMTPUTF8")
+            if verb == "RCPT" and self.sender is not None and "SMTPUTF8" not in self.params:
+                return self._error(553, "5.6.7 an address in UTF-8 needs MAIL FROM's SMTPUTF8")
         arg = arg.strip()
         handler = _COMMANDS.get(verb)
         if handler is None:
@@ -280,7 +289,7 @@ class SMTPServer:
         self._reset()
         self.state = READY
         return [Reply(250, f"{self.hostname} greets {arg}", f"SIZE {self.limits.max_size}",
-                      "8BITMIME", "PIPELINING", "ENHANCEDSTATUSCODES")]
+                      "8BITMIME", "PIPELINING", "ENHANCEDSTATUSCODES", "SMTPUTF8")]
 
     def _helo(self, arg: str) -> list[Any]:
         if not arg:
@@ -312,6 +321,9 @@ class SMTPServer:
             elif key == "BODY":
                 if value.upper() not in ("7BIT", "8BITMIME"):
                     return self._error(501, "5.5.4 BODY is 7BIT or 8BITMIME")
+            elif key == "SMTPUTF8":
+                if value:
+                    return self._error(501, "5.5.4 SMTPUTF8 takes no value")
             else:
                 return self._error(555, f"5.5.4 parameter {key} not supported")
         self.sender, self.params = m["mailbox"] or "", params

@@ -36,3 +36,17 @@ def test_only_the_header_block_is_read():
     assert summarize(head + body) == summarize(head) == summarize(head.replace(b"\r\n", b"\n"))
     assert summarize(head + body).subject == "big"
     assert summarize(b"\r\nSubject: a body line\r\n\r\n").subject == ""      # no header block
+
+
+def test_raw_8bit_header_fields_in_another_charset_than_utf8_are_read_in_it():
+    """A Latin-1 Subject relayed as it was written (Postfix passes 8-bit headers on) is
+    shown in Latin-1 (windows-1252, or the Content-Type's charset), not as U+FFFD."""
+    assert summarize(b"From: J\xf6rg <j@x.test>\r\nSubject: caf\xe9 \x93cr\xe8me\x94\r\n\r\n"
+                     b"body \xff\r\n").subject == "caf\u00e9 \u201ccr\u00e8me\u201d"
+    hello = "\u041f\u0440\u0438\u0432\u0435\u0442"
+    assert summarize(b"Subject: " + hello.encode("koi8-r") + b"\r\nContent-Type: text/plain;"
+                     b'\r\n charset="KOI8-R"\r\n\r\nx\r\n').subject == hello
+    for charset in (b"utf-8", b"utf-16", b"no-such-charset"):    # named wrongly
+        assert summarize(b"Subject: caf\xe9\r\nContent-Type: text/plain; charset=" + charset
+                         + b"\r\n\r\n").subject == "caf\u00e9"
+    assert summarize("Subject: Gr\u00fc\u00dfe\r\n\r\n".encode()).subject == "Gr\u00fc\u00dfe"

@@ -242,3 +242,14 @@ def test_every_message_of_cpythons_email_corpus_shows():
     report = str(banned.texts[1])
     assert report.startswith("Reporting-MTA: dns; sacspam01.dot.ca.gov\n")
     assert report.count("Final-Recipient: rfc822;") == 25
+
+
+def test_a_raw_latin1_header_is_shown_in_latin1_and_the_body_is_untouched():
+    raw = (b"Subject: caf\xe9\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"
+           b"--B\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nCaf\xe9\r\n"
+           b"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment;"
+           b" filename=a.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n/wD+\r\n--B--\r\n")
+    shown = mime.show(raw)
+    assert ("Subject", "caf\u00e9") in shown.headers
+    assert "Caf\u00e9" in str(shown.texts[0])
+    assert mime.attachment(raw, 1) == ("a.bin", "application/octet-stream", b"\xff\x00\xfe")

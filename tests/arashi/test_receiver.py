@@ -287,3 +287,16 @@ def test_quoted_local_parts_through_smtplib(data):
                                 b"Subject: quoted\r\n\r\nhi\r\n")
         assert {k: v[0] for k, v in refused.items()} == {'"no body"@example.org': 550}
         assert [m.subject for m in inbox(service, "alice")] == ["quoted"]
+
+
+def test_smtputf8_mail_as_postfix_relays_it(data):
+    """Postfix marks a message with 8-bit headers SMTPUTF8 and bounces it (5.6.7) to a next
+    hop that does not offer the extension: smtplib sends it the same way, and it arrives."""
+    raw = "Subject: Grüße aus Köln\r\nFrom: jörg@bücher.test\r\n\r\nHallo\r\n".encode()
+    with running(data) as service, client(service) as smtp:
+        smtp.ehlo()
+        assert smtp.has_extn("smtputf8")
+        smtp.sendmail("jörg@bücher.test", ["alice@example.org"], raw,
+                      mail_options=["BODY=8BITMIME", "SMTPUTF8"])
+        (got,) = inbox(service, "alice")
+    assert got.raw == raw and got.subject == "Grüße aus Köln"

@@ -113,7 +113,7 @@ def test_size_is_checked_at_mail_from_and_in_data():
 
 def test_unknown_mail_parameters_are_555():
     m = ready()
-    assert codes(m.receive(b"MAIL FROM:<a@b.c> SMTPUTF8\r\n")) == [555]
+    assert codes(m.receive(b"MAIL FROM:<a@b.c> XTEST\r\n")) == [555]
     assert codes(m.receive(b"MAIL FROM:<a@b.c> BODY=BINARYMIME\r\n")) == [501]
 
 
@@ -187,6 +187,34 @@ def test_timeout_and_too_many_errors_close_with_421():
     assert codes(m.timed_out()) == [421, "Close"] and m.closed
     m = ready(max_errors=3)
     assert codes(m.receive(b"X\r\nY\r\nZ\r\nNOOP\r\n")) == [500, 500, 421, "Close"]
+
+
+def test_smtputf8_is_advertised_and_a_transaction_that_declares_it_may_use_utf8_paths():
+    """Postfix bounces (5.6.7) mail it marks SMTPUTF8 (any 8-bit header, from its sendmail)
+    when the next hop does not offer it: it is offered, and UTF-8 paths are taken after it."""
+    m = machine()
+    m.start()
+    (reply,) = m.receive(b"EHLO client.test\r\n")
+    assert b"250 SMTPUTF8\r\n" in reply.data
+    assert codes(m.receive("MAIL FROM:<jörg@b.test>\r\n".encode())) == [553]
+    assert codes(m.receive(b"MAIL FROM:<a@b.test> SMTPUTF8=yes\r\n")) == [501]
+    assert codes(m.receive("MAIL FROM:<jörg@bücher.test> BODY=8BITMIME SMTPUTF8\r\n"
+                           .encode())) == [250]
+    assert m.sender == "jörg@bücher.test" and "SMTPUTF8" in m.params
+    (ask,) = m.receive("RCPT TO:<\"jö rg\"@example.org>\r\n".encode())
+    assert type(ask) is Recipient and ask.local == "jö rg"
+    assert codes(m.recipient(None)) == [550]
+    (ask,) = m.receive(b"RCPT TO:<alice@example.org>\r\n")
+    assert codes(m.recipient(1)) == [250]
+    m.receive(b"DATA\r\n")
+    (mail,) = m.receive("Subject: Grüße\r\n\r\nhi\r\n.\r\n".encode())
+    assert mail.sender == "jörg@bücher.test"
+    assert mail.data == "Subject: Grüße\r\n\r\nhi\r\n".encode()
+    m.stored()
+    assert codes(m.receive(b"MAIL FROM:<a@b.test>\r\n")) == [250]     # no SMTPUTF8 now:
+    assert codes(m.receive("RCPT TO:<jörg@example.org>\r\n".encode())) == [553]
+    assert codes(m.receive("NOOP jörg\r\n".encode())) == [500]         # only in paths
+    assert codes(m.receive(b"RSET\r\nMAIL FROM:<\xff@b.test> SMTPUTF8\r\n")) == [250, 500]
 
 
 def test_8bit_commands_are_refused_and_8bit_data_is_kept():
