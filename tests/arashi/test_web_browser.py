@@ -8,9 +8,7 @@ import time
 
 import pytest
 
-from arashi.store import INBOX
-
-from tests.helpers.arashi_env import count, new_store
+from tests.helpers.arashi_env import alice_with_mail, count, new_store
 from tests.helpers.arashi_web import serving
 from tests.helpers.chromium import CHROMIUM, SKIP_REASON, Browser
 
@@ -23,14 +21,7 @@ def mail(n: int) -> bytes:
 @pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
 def test_a_session_through_the_pages(tmp_path):
     data = tmp_path / "data"
-    store = new_store(data)
-    try:
-        alice = store.add_user("alice", "alice-pw")
-        inbox = store.folder(alice, INBOX)
-        archive = store.add_folder(alice, "Archive")
-        store.add_messages(alice, inbox, [(mail(n), "") for n in range(1, 4)])
-    finally:
-        store.pool.close()
+    alice, inbox, [archive] = alice_with_mail(data, [mail(n) for n in range(1, 4)], ("Archive",))
     with serving(data) as server:
         browser = Browser(tmp_path / "profile")
         try:
@@ -75,13 +66,7 @@ def favicon_answered(browser: Browser) -> bool:
 def test_the_pages_show_no_console_errors(tmp_path):
     """Not even the 404 of the icon every browser asks for: Arashi answers /favicon.ico."""
     data = tmp_path / "data"
-    store = new_store(data)
-    try:
-        alice = store.add_user("alice", "alice-pw")
-        inbox = store.folder(alice, INBOX)
-        store.add_messages(alice, inbox, [(mail(1), "")])
-    finally:
-        store.pool.close()
+    _, inbox, _ = alice_with_mail(data, [mail(1)])
     with serving(data) as server:
         browser = Browser(tmp_path / "profile")
         try:

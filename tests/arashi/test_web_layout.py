@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from arashi.store import INBOX
-
-from tests.helpers.arashi_env import new_store
+from tests.helpers.arashi_env import alice_with_mail
 from tests.helpers.arashi_web import serving
 from tests.helpers.chromium import CHROMIUM, SKIP_REASON, Browser
 
@@ -18,15 +16,9 @@ WORD = "x" * 300        # wider than any window, even at 7 px a character
 @pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
 def test_long_words_wrap_inside_the_window(tmp_path):
     data = tmp_path / "data"
-    store = new_store(data)
-    try:
-        alice = store.add_user("alice", "alice-pw")
-        inbox = store.folder(alice, INBOX)
-        raw = (f"From: {WORD}@x.test\r\nSubject: long {WORD}\r\n"
-               f"Date: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\nbody {WORD}\r\n").encode()
-        store.add_messages(alice, inbox, [(raw, "")])
-    finally:
-        store.pool.close()
+    raw = (f"From: {WORD}@x.test\r\nSubject: long {WORD}\r\n"
+           f"Date: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\nbody {WORD}\r\n").encode()
+    _, inbox, _ = alice_with_mail(data, [raw])
     with serving(data) as server:
         browser = Browser(tmp_path / "profile")
         try:

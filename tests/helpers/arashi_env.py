@@ -13,7 +13,7 @@ import seda
 from arashi.db import database_url, open_pool
 from arashi.migrations import migrate
 from arashi.service import Options, Service, build
-from arashi.store import MailStore
+from arashi.store import INBOX, MailStore
 
 from tests.helpers import WAIT
 
@@ -33,6 +33,21 @@ def add_users(data: Path, url: str | None = None, **passwords: str) -> dict[str,
     store = new_store(data, url)
     try:
         return {name: store.add_user(name, pw) for name, pw in passwords.items()}
+    finally:
+        store.pool.close()
+
+
+def alice_with_mail(data: Path, messages: list[bytes],
+                    folders: tuple[str, ...] = ()) -> tuple[int, int, list[int]]:
+    """A new store in ``data`` with the user alice (password alice-pw), ``messages`` in her
+    inbox and ``folders`` made: her id, her inbox's, and the folders' ids."""
+    store = new_store(data)
+    try:
+        alice = store.add_user("alice", "alice-pw")
+        inbox = store.folder(alice, INBOX)
+        made = [store.add_folder(alice, name) for name in folders]
+        store.add_messages(alice, inbox, [(raw, "") for raw in messages])
+        return alice, inbox, made
     finally:
         store.pool.close()
 

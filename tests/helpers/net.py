@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -87,3 +88,17 @@ def check_head_lengths(address, last: bytes) -> None:
         both = raw(address, b"HEAD /aware HTTP/%s\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
                    % version + b"GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert both.count(b" 200 OK\r\n") == 2 and both.endswith(last)
+
+
+def check_head_before_body(address, headed: threading.Event) -> None:
+    """GET / of an application that holds its first piece, b"data: 1\\n\\n", until ``headed``
+    is set: the head must reach the client before it (chunked), or this times out."""
+    c = http.client.HTTPConnection(*address, timeout=WAIT)
+    c.request("GET", "/")
+    try:
+        r = c.getresponse()                    # (timed out here: the head waited for a piece)
+    finally:
+        headed.set()
+    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
+    assert r.read() == b"data: 1\n\n"
+    c.close()

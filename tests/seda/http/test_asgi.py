@@ -21,7 +21,13 @@ from seda.http import Limits, asgi, from_asgi2, is_asgi, is_asgi2, mount_asgi, s
 from seda.http import kept as kept_heads
 
 from tests.helpers import WAIT
-from tests.helpers.net import check_field_rules, check_head_lengths, raw, until
+from tests.helpers.net import (
+    check_field_rules,
+    check_head_before_body,
+    check_head_lengths,
+    raw,
+    until,
+)
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -182,16 +188,7 @@ def test_a_stream_s_head_goes_before_its_first_piece_when_the_app_awaits_it(rt):
         await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
-    address = run(rt, app)
-    c = http.client.HTTPConnection(*address, timeout=WAIT)
-    c.request("GET", "/")
-    try:
-        r = c.getresponse()                    # (timed out here: the head waited for a piece)
-    finally:
-        headed.set()
-    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
-    assert r.read() == b"data: 1\n\n"
-    c.close()
+    check_head_before_body(run(rt, app), headed)
 
 
 def test_a_head_sent_ahead_of_its_body_still_ends_every_kind_of_answer(rt, tmp_path):

@@ -17,7 +17,13 @@ import pytest
 from seda.http import Limits, kept, mount, serve
 
 from tests.helpers import WAIT
-from tests.helpers.net import ask, check_field_rules, check_head_lengths, raw
+from tests.helpers.net import (
+    ask,
+    check_field_rules,
+    check_head_before_body,
+    check_head_lengths,
+    raw,
+)
 from tests.helpers.silent import serve_beside_silent, timed_out_silent
 
 
@@ -94,15 +100,7 @@ def test_an_empty_write_sends_the_head_at_once(rt):
         headed.wait(3 * WAIT)                  # no body until the client has the head
         return [b"data: 1\n\n"]
 
-    c = http.client.HTTPConnection(*run(rt, app), timeout=WAIT)
-    c.request("GET", "/")
-    try:
-        r = c.getresponse()                    # (timed out here: the head waited for a piece)
-    finally:
-        headed.set()
-    assert (r.status, r.getheader("transfer-encoding")) == (200, "chunked")
-    assert r.read() == b"data: 1\n\n"
-    c.close()
+    check_head_before_body(run(rt, app), headed)
 
 
 def test_a_large_response_streams_without_being_held_whole(rt):
