@@ -125,12 +125,18 @@ def test_json_bodies_both_ways(app):
 
 
 @pytest.mark.parametrize("body", [BODY, pieces], ids=["length", "chunked"])
-def test_a_large_upload_is_read_as_a_stream(app, body):
+def test_a_large_upload_is_read_as_a_stream(request, app, body):
+    """Whole, and in pieces as it arrives. Quart reads the body in a task of its own, so its
+    handler may find all of it there at once, on any server, when its task ran first (the
+    CI's loaded machine saw it): there only the bytes are checked."""
     r = httpx.post(app[0] + "/upload", content=body() if callable(body) else body,
                    timeout=WAIT)
     assert r.status_code == 200
-    assert r.json() == {"size": len(BODY), "sha256": hashlib.sha256(BODY).hexdigest(),
-                        "streamed": True}
+    got, whole = r.json(), {"size": len(BODY), "sha256": hashlib.sha256(BODY).hexdigest()}
+    if framework_of(request) == "quart":
+        assert {k: v for k, v in got.items() if k != "streamed"} == whole
+    else:
+        assert got == {**whole, "streamed": True}
 
 
 def test_path_and_query_parameters(app):
