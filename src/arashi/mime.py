@@ -197,6 +197,7 @@ def show(raw: bytes) -> Shown:
     # the parts in order, depth first, each with the Shown it goes into: a stack, not
     # recursion, so that no nesting of parts can exhaust Python's
     stack: list[tuple[email.message.Message, Shown, int]] = [(msg, shown, 0)]
+    too_deep = False                     # (said once)
     while stack:
         part, into, depth = stack.pop()
         ctype = safe_type(part)
@@ -214,7 +215,8 @@ def show(raw: bytes) -> Shown:
                     attached = Shown(headers=_headers(children[0]))
                     into.messages.append(attached)
                     into, depth = attached, depth + 1
-                elif not any(n.startswith("Messages attached") for n in notices):
+                elif not too_deep:
+                    too_deep = True
                     notices.append(f"Messages attached more than {MAX_DEPTH} deep are shown "
                                    "without their own headers.")
             stack.extend((child, into, depth) for child in reversed(children)
@@ -226,11 +228,12 @@ def show(raw: bytes) -> Shown:
             disposition = "attachment"
         filename = _filename(part)
         i = index[id(part)]
-        if disposition != "attachment" and filename is None and ctype in _TEXT_TYPES:
+        inline = disposition != "attachment" and filename is None
+        if inline and ctype in _TEXT_TYPES:
             into.texts.append(linkify(_text(part, notices)))
-        elif disposition != "attachment" and filename is None and ctype == "text/html":
+        elif inline and ctype == "text/html":
             into.html.append(_text(part, notices))
-        elif disposition != "attachment" and filename is None and ctype.startswith("multipart/"):
+        elif inline and ctype.startswith("multipart/"):
             # a multipart whose boundary is missing or never found (the notice says it is
             # malformed): its body, parts and all, is what could be read; as text, not as a
             # file to download, and nothing when it is empty
